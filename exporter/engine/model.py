@@ -1,0 +1,399 @@
+"""The engine's value model: conditions, projected objects and evaluation results.
+
+Owns the immutable types every layer exchanges: ``Condition``, the per-kind projections the
+sources build from raw API objects (see ``parse.py``), and ``Result``, what the engine computes
+for one object. Owns no parsing and no rules. Times are Unix seconds (float) so that the engine,
+the store and the renderer never convert; ``now`` is always passed in, never read from a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Final
+
+EMPTY_MAP: Final[Mapping[str, str]] = MappingProxyType({})
+
+
+class Status(StrEnum):
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+    @classmethod
+    def parse(cls, value: object) -> Status:
+        """Read a status as the API writes it; anything unexpected is Unknown, never an error."""
+        if value is True or value == "True":
+            return cls.TRUE
+        if value is False or value == "False":
+            return cls.FALSE
+        return cls.UNKNOWN
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One condition, reported by a controller or computed by the engine (metav1 shape + v1beta1 severity)."""
+
+    type: str
+    status: Status
+    reason: str = ""
+    message: str = ""
+    last_transition_time: float | None = None
+    observed_generation: int | None = None
+    severity: str = ""  # v1beta1 conditions only: Error|Warning|Info, set only when False
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """An object reference as CAPI writes it (v1beta1: apiVersion; v1beta2: apiGroup)."""
+
+    kind: str
+    name: str
+    api_group: str = ""
+    namespace: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    kind: str
+    name: str
+    api_version: str = ""
+    uid: str = ""
+    controller: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """An availabilityGate / readinessGate entry: a condition type and its polarity."""
+
+    condition_type: str
+    negative: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """The metadata every projected object keeps."""
+
+    kind: str
+    api_version: str  # group/version as served, e.g. cluster.x-k8s.io/v1beta2
+    namespace: str
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    generation: int | None = None
+    creation_timestamp: float | None = None
+    deletion_timestamp: float | None = None
+    labels: Mapping[str, str] = EMPTY_MAP
+    annotations: Mapping[str, str] = EMPTY_MAP  # only the annotations the engine reads
+    owner_refs: tuple[OwnerRef, ...] = ()
+
+    @property
+    def deleting(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def api_version_short(self) -> str:
+        """The version part of apiVersion: v1beta1, v1beta2, v1alpha1, v1."""
+        return self.api_version.rsplit("/", 1)[-1]
+
+
+ObjectKey = tuple[str, str, str]
+"""(kind, namespace, name): the identity of an object in the store and in results."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Something wrong with an object that its own status does not say.
+
+    ``code`` is a bounded CamelCase identifier (it becomes a metric label); ``message`` is for
+    humans only and never a label.
+    """
+
+    code: str
+    message: str
+    severity: str = "warning"  # warning | info | critical: how bad it is for the operator
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """Replica counters with v1beta2 meanings; None means "not set", never 0."""
+
+    desired: int | None = None  # spec.replicas
+    replicas: int | None = None
+    ready: int | None = None
+    available: int | None = None
+    up_to_date: int | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Projections: what the engine and the metrics need of each kind, already read from whichever
+# layout (v1beta1 / v1beta1+status.v1beta2 / v1beta2) the object was stored in. `conditions` are
+# the v1beta2 (metav1) conditions; `v1beta1_conditions` the old ones with severity.
+# `layout` says where they came from: "v1beta2", "v1beta1+v1beta2" (CAPI 1.9/1.10), "v1beta1".
+# `problems` lists fields that were present but unreadable (wrong type): the object is still
+# evaluated with those fields treated as missing.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
+    meta: Meta
+    cluster_name: str = ""
+    conditions: tuple[Condition, ...] = ()
+    v1beta1_conditions: tuple[Condition, ...] = ()
+    layout: str = "v1beta2"
+    observed_generation: int | None = None
+    paused_annotation: bool = False
+    problems: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> ObjectKey:
+        return (self.meta.kind, self.meta.namespace, self.meta.name)
+
+    @property
+    def has_v1beta2_conditions(self) -> bool:
+        return self.layout != "v1beta1"
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster(Base):
+    spec_paused: bool = False
+    control_plane_ref: Ref | None = None
+    infrastructure_ref: Ref | None = None
+    topology_class: str = ""  # spec.topology.classRef.name (v1beta1: spec.topology.class)
+    topology_class_namespace: str = ""
+    topology_version: str = ""
+    availability_gates: tuple[Gate, ...] | None = None  # None = field unset (ClusterClass gates apply)
+    control_plane_endpoint_host: str = ""
+    control_plane_endpoint_port: int | None = None
+    infrastructure_provisioned: bool | None = None
+    control_plane_initialized: bool | None = None
+    phase: str = ""
+    reported_control_plane: Counters | None = None  # status.controlPlane (v1beta2) as stored
+    reported_workers: Counters | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterClass(Base):
+    availability_gates: tuple[Gate, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Machine(Base):
+    control_plane: bool = False  # label cluster.x-k8s.io/control-plane present
+    control_plane_name: str = ""
+    deployment_name: str = ""
+    set_name: str = ""
+    pool_name: str = ""
+    version: str = ""
+    provider_id: str = ""
+    failure_domain: str = ""
+    min_ready_seconds: int = 0
+    readiness_gates: tuple[Gate, ...] = ()
+    bootstrap_ref: Ref | None = None
+    infrastructure_ref: Ref | None = None
+    infrastructure_provisioned: bool | None = None
+    bootstrap_data_secret_created: bool | None = None
+    node_name: str = ""
+    node_info: Mapping[str, str] = EMPTY_MAP  # kubeletVersion, kernelVersion, osImage, ...
+    addresses: tuple[tuple[str, str], ...] = ()  # (type, address)
+    phase: str = ""
+    certificates_expiry: float | None = None
+    drain_start_time: float | None = None
+    failure_reason: str = ""
+    failure_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MachineSet(Base):
+    deployment_name: str = ""
+    replicas: int | None = None  # spec.replicas
+    version: str = ""
+    bootstrap_ref: Ref | None = None  # template's config/configRef
+    infrastructure_ref: Ref | None = None
+    reported: Counters = Counters()  # status.*Replicas with v1beta2 meaning (None where unknown)
+
+
+@dataclass(frozen=True, slots=True)
+class RollingUpdate:
+    max_surge: int | str | None = None  # int or "N%"
+    max_unavailable: int | str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MachineDeployment(Base):
+    replicas: int | None = None
+    spec_paused: bool = False
+    strategy_type: str = "RollingUpdate"  # RollingUpdate | OnDelete
+    rolling_update: RollingUpdate = RollingUpdate()
+    min_ready_seconds: int = 0
+    version: str = ""
+    bootstrap_ref: Ref | None = None
+    infrastructure_ref: Ref | None = None
+    phase: str = ""
+    reported: Counters = Counters()
+
+
+@dataclass(frozen=True, slots=True)
+class KubeadmControlPlane(Base):
+    replicas: int | None = None
+    version: str = ""
+    max_surge: int | str | None = None
+    initialized: bool | None = None  # status.initialization.controlPlaneInitialized / v1beta1 status.initialized
+    external_etcd: bool = False  # spec.kubeadmConfigSpec.clusterConfiguration.etcd.external set
+    reported: Counters = Counters()
+    last_remediation_machine: str = ""
+    last_remediation_time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MachinePool(Base):
+    replicas: int | None = None
+    version: str = ""
+    failure_domains: tuple[str, ...] = ()
+    provider_id_list: tuple[str, ...] = ()
+    bootstrap_ref: Ref | None = None
+    infrastructure_ref: Ref | None = None
+    infrastructure_provisioned: bool | None = None  # status.initialization.infrastructureProvisioned
+    bootstrap_data_secret_created: bool | None = None
+    node_refs: tuple[str, ...] = ()
+    phase: str = ""
+    reported: Counters = Counters()
+    failure_reason: str = ""
+    failure_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InfraMachinePool(Base):
+    """A provider's machine pool object (any kind a MachinePool's infrastructureRef names)."""
+
+    provider_id_list: tuple[str, ...] = ()
+    replicas: int | None = None  # status.replicas
+    provisioned: bool | None = None  # status.initialization.provisioned (v1beta2 contract)
+    ready: bool | None = None  # status.ready (v1beta1 contract)
+    failure_reason: str = ""
+    failure_message: str = ""
+    has_spec: bool = True
+    has_status: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class MachineHealthCheck(Base):
+    node_startup_timeout_seconds: int | None = None
+    unhealthy_less_than_or_equal_to: int | str | None = None
+    unhealthy_in_range: str = ""
+    expected_machines: int | None = None
+    current_healthy: int | None = None
+    remediations_allowed: int | None = None
+    targets: tuple[str, ...] = ()
+
+
+# ---- Open Cluster Management ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutSummary:
+    """An MWRS summary block; missing ints read as 0 (the controller writes merge patches)."""
+
+    total: int = 0
+    applied: int = 0
+    available: int = 0
+    progressing: int = 0
+    degraded: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementSummary:
+    name: str
+    available_decision_groups: str = ""
+    summary: RolloutSummary = RolloutSummary()
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementRef:
+    name: str
+    rollout_type: str = "All"  # All | Progressive | ProgressivePerGroup
+    progress_deadline: str = "None"
+    min_success_time: str = "0"
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestWorkReplicaSet(Base):
+    placement_refs: tuple[PlacementRef, ...] = ()
+    summary: RolloutSummary = RolloutSummary()
+    placement_summaries: tuple[PlacementSummary, ...] = ()
+    uses_legacy_applied_key: bool = False  # summary written as "Applied" (ocm v1.0.x)
+    template_has_progressing_rule: bool | None = None  # None: template not readable
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestWork(Base):
+    owner: str = ""  # label work.open-cluster-management.io/manifestworkreplicaset (<ns>.<name>)
+    placement_name: str = ""  # label work.open-cluster-management.io/placementname
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedCluster(Base):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Placement(Base):
+    number_of_selected_clusters: int | None = None
+    decision_groups: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementDecision(Base):
+    placement_name: str = ""
+    cluster_names: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What the engine computed for one object.
+
+    ``computed`` holds every condition the engine computes for the object, whether or not its
+    controller reports it too; ``reported`` are the object's own v1beta2 conditions (v1beta1 ones
+    when it has no others). ``counters`` use status field names (``replicas``, ``readyReplicas``,
+    ``controlPlane.desiredReplicas``, ...) and hold None for unset counters, never 0.
+    """
+
+    key: ObjectKey
+    api_version: str
+    uid: str
+    cluster_name: str
+    reported: tuple[Condition, ...] = ()
+    computed: tuple[Condition, ...] = ()
+    counters: Mapping[str, int | None] = field(default_factory=dict)
+    phase: str | None = None
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return self.key[0]
+
+    @property
+    def namespace(self) -> str:
+        return self.key[1]
+
+    @property
+    def name(self) -> str:
+        return self.key[2]
+
+    def computed_condition(self, type_: str) -> Condition | None:
+        return next((c for c in self.computed if c.type == type_), None)
+
+    def reported_condition(self, type_: str) -> Condition | None:
+        return next((c for c in self.reported if c.type == type_), None)
+
+    def effective(self, type_: str) -> Condition | None:
+        """The reported condition of this type, or the computed one when none is reported."""
+        return self.reported_condition(type_) or self.computed_condition(type_)
