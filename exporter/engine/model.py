@@ -375,6 +375,7 @@ class Result:
     counters: Mapping[str, int | None] = field(default_factory=dict)
     phase: str | None = None
     findings: tuple[Finding, ...] = ()
+    layout: str = "v1beta2"  # where `reported` came from; "v1beta1" means old-style conditions
 
     @property
     def kind(self) -> str:
@@ -392,6 +393,9 @@ class Result:
         return next((c for c in self.computed if c.type == type_), None)
 
     def reported_condition(self, type_: str) -> Condition | None:
+        """The controller's own v1beta2 condition of this type (v1beta1 conditions never count)."""
+        if self.layout == "v1beta1":
+            return None
         return next((c for c in self.reported if c.type == type_), None)
 
     def effective(self, type_: str) -> Condition | None:

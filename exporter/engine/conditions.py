@@ -1,0 +1,239 @@
+"""The three condition operations every rule is built from: mirror, summary and aggregate.
+
+Owns merge priority (issue > unknown > info, with polarity as data), the synthetic
+``NotYetReported`` condition for missing inputs, and the upstream message shapes (``* Type: msg``
+bullets, ``* Machines a, b, ... (N more): msg``, ``And N Machines with other issues``). Owns no
+rule of any kind and no lastTransitionTime bookkeeping (see ``evaluate.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+from exporter.engine.model import Condition, Status
+
+NOT_YET_REPORTED = "NotYetReported"
+MAX_AGGREGATE_BULLETS = 3
+MAX_LISTED_NAMES = 3
+
+
+class Priority(IntEnum):
+    """Merge priority of one condition; lower is worse."""
+
+    ISSUE = 0
+    UNKNOWN = 1
+    INFO = 2
+
+
+def priority(c: Condition, negative: bool = False) -> Priority:
+    """Issue = positive-polarity False or negative-polarity True; Unknown = unknown; else info."""
+    if c.status is Status.UNKNOWN:
+        return Priority.UNKNOWN
+    bad = Status.TRUE if negative else Status.FALSE
+    return Priority.ISSUE if c.status is bad else Priority.INFO
+
+
+def find(conditions: Iterable[Condition], type_: str) -> Condition | None:
+    return next((c for c in conditions if c.type == type_), None)
+
+
+def not_yet_reported(type_: str, message: str | None = None) -> Condition:
+    return Condition(
+        type=type_,
+        status=Status.UNKNOWN,
+        reason=NOT_YET_REPORTED,
+        message=message if message is not None else f"Condition {type_} not yet reported",
+    )
+
+
+def mirror(source: Condition | None, target_type: str, *, fallback: Condition | None = None) -> Condition:
+    """Copy a condition under a new type, keeping status, reason, message and transition time."""
+    if source is None:
+        if fallback is not None:
+            return _retype(fallback, target_type)
+        return not_yet_reported(target_type)
+    return _retype(source, target_type)
+
+
+def _retype(c: Condition, type_: str) -> Condition:
+    return Condition(
+        type=type_,
+        status=c.status,
+        reason=c.reason,
+        message=c.message,
+        last_transition_time=c.last_transition_time,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Reasons:
+    """The reason a merged condition gets when its worst input is an issue, unknown or info."""
+
+    issue: str
+    unknown: str
+    info: str
+
+    def for_priority(self, p: Priority) -> str:
+        return (self.issue, self.unknown, self.info)[p]
+
+
+def merged_status(worst: Priority, target_negative: bool) -> Status:
+    if worst is Priority.UNKNOWN:
+        return Status.UNKNOWN
+    is_issue = worst is Priority.ISSUE
+    # A negative-polarity target (e.g. RollingOut) is True when something is wrong.
+    return Status.TRUE if is_issue == target_negative else Status.FALSE
+
+
+def indent_if_multiline(message: str) -> str:
+    """Nest a multi-line (or bulleted) message under its bullet, as upstream does."""
+    if "\n" not in message and not message.startswith("* "):
+        return " " + message
+    lines = message.split("\n")
+    return "\n" + "\n".join("  " + line for line in lines)
+
+
+def summary(
+    target_type: str,
+    conditions: Iterable[Condition],
+    *,
+    for_types: Sequence[str],
+    reasons: Reasons,
+    negative: frozenset[str] = frozenset(),
+    ignore_if_missing: frozenset[str] = frozenset(),
+    override: Callable[[Condition], Priority | None] | None = None,
+    target_negative: bool = False,
+) -> Condition:
+    """Merge several conditions of one object into ``target_type`` (upstream NewSummaryCondition)."""
+    by_type = {c.type: c for c in conditions}
+    selected: list[tuple[Condition, Priority]] = []
+    for type_ in for_types:
+        c = by_type.get(type_)
+        if c is None:
+            if type_ in ignore_if_missing:
+                continue
+            c = Condition(type_, Status.UNKNOWN, NOT_YET_REPORTED, "Condition not yet reported")
+        p = override(c) if override is not None else None
+        selected.append((c, p if p is not None else priority(c, type_ in negative)))
+    if not selected:
+        return not_yet_reported(target_type)
+    worst = min(p for _, p in selected)
+    lines: list[str] = []
+    for c, p in selected:
+        if p is Priority.INFO and (worst is not Priority.INFO or not c.message):
+            continue
+        text = c.message or c.reason
+        lines.append(f"* {c.type}:{indent_if_multiline(text)}")
+    return Condition(
+        type=target_type,
+        status=merged_status(worst, target_negative),
+        reason=reasons.for_priority(worst),
+        message="\n".join(lines),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One object taking part in an aggregation, with its condition of the aggregated type."""
+
+    kind: str
+    name: str
+    condition: Condition | None
+    control_plane: bool = False
+
+
+def names_message(kind: str, names: Sequence[str], verb_singular: str, verb_plural: str, suffix: str) -> str:
+    """``Machine a is not healthy`` / ``Machines a, b, c, ... (2 more) are not healthy``."""
+    ordered = sorted(names)
+    shown = ", ".join(ordered[:MAX_LISTED_NAMES])
+    if len(ordered) > MAX_LISTED_NAMES:
+        shown += f", ... ({len(ordered) - MAX_LISTED_NAMES} more)"
+    if len(ordered) == 1:
+        return f"{kind} {shown} {verb_singular}{suffix}"
+    return f"{_plural(kind)} {shown} {verb_plural}{suffix}"
+
+
+def _plural(kind: str) -> str:
+    return kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
+
+
+_OTHER_TEXT = {
+    Priority.ISSUE: "with other issues",
+    Priority.UNKNOWN: "with status unknown",
+    Priority.INFO: "with additional info",
+}
+
+
+def aggregate(
+    target_type: str,
+    members: Sequence[Member],
+    *,
+    source_type: str,
+    reasons: Reasons,
+    negative: bool = False,
+    target_negative: bool = False,
+) -> Condition:
+    """Merge the same condition across many objects (upstream NewAggregateCondition)."""
+    if not members:
+        return not_yet_reported(target_type)
+    rated: list[tuple[Member, Condition, Priority]] = []
+    for m in members:
+        c = m.condition or Condition(
+            source_type, Status.UNKNOWN, NOT_YET_REPORTED, f"Condition {source_type} not yet reported"
+        )
+        rated.append((m, c, priority(c, negative)))
+    worst = min(p for _, _, p in rated)
+    # Issues and unknowns are listed; info only when nothing else is to be said.
+    shown_priorities = {Priority.INFO} if worst is Priority.INFO else {Priority.ISSUE, Priority.UNKNOWN}
+    groups: dict[tuple[Priority, str, str], list[Member]] = {}
+    for m, c, p in rated:
+        if p not in shown_priorities or (p is Priority.INFO and not c.message):
+            continue
+        groups.setdefault((p, m.kind, c.message or c.reason), []).append(m)
+    ordered = sorted(
+        groups.items(),
+        key=lambda item: (
+            not any(m.control_plane for m in item[1]),
+            item[0][0],
+            -len(item[1]),
+            item[0][2],
+        ),
+    )
+    lines: list[str] = []
+    for (_, kind, text), group in ordered[:MAX_AGGREGATE_BULLETS]:
+        names = sorted(m.name for m in group)
+        shown = ", ".join(names[:MAX_LISTED_NAMES])
+        if len(names) > MAX_LISTED_NAMES:
+            shown += f", ... ({len(names) - MAX_LISTED_NAMES} more)"
+        label = kind if len(names) == 1 else _plural(kind)
+        lines.append(f"* {label} {shown}:{indent_if_multiline(text)}")
+    left: dict[tuple[Priority, str], int] = {}
+    for (p, kind, _), group in ordered[MAX_AGGREGATE_BULLETS:]:
+        left[(p, kind)] = left.get((p, kind), 0) + len(group)
+    for (p, kind), count in sorted(left.items()):
+        label = kind if count == 1 else _plural(kind)
+        lines.append(f"And {count} {label} {_OTHER_TEXT[p]}")
+    return Condition(
+        type=target_type,
+        status=merged_status(worst, target_negative),
+        reason=reasons.for_priority(worst),
+        message="\n".join(lines),
+    )
+
+
+PAUSED = "Paused"
+NOT_PAUSED = "NotPaused"
+
+
+def paused_condition(cluster_spec_paused: bool, annotated: bool, kind: str) -> Condition:
+    """Paused as every CAPI controller sets it (util/paused)."""
+    reasons = []
+    if cluster_spec_paused:
+        reasons.append("Cluster spec.paused is set to true")
+    if annotated:
+        reasons.append(f"{kind} has the cluster.x-k8s.io/paused annotation")
+    if not reasons:
+        return Condition(PAUSED, Status.FALSE, NOT_PAUSED)
+    return Condition(PAUSED, Status.TRUE, PAUSED, ", ".join(reasons))
