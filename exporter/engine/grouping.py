@@ -1,0 +1,214 @@
+"""Which objects are evaluated together, and which groups an object's change affects.
+
+Owns ``FleetIndex``: projections by key, indexed into evaluation groups (see
+docs/architecture.md), and ``group_projections`` for one-shot evaluation. A change to an object
+dirties its own group and the groups that read it (a ClusterClass → the Clusters using it; a
+Placement or ManagedCluster → the ManifestWorkReplicaSets depending on it), so an event costs
+the size of its group, not of the fleet. Pure data structure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import TypeVar
+
+from exporter.engine.evaluate_types import CapiGroup, Group, MwrsGroup, SingleGroup
+from exporter.engine.model import (
+    Base,
+    Cluster,
+    ClusterClass,
+    ManagedCluster,
+    ManifestWork,
+    ManifestWorkReplicaSet,
+    ObjectKey,
+    Placement,
+    PlacementDecision,
+)
+
+GroupKey = tuple[str, str, str]
+"""("capi", ns, cluster) | ("mwrs", ns, name) | ("single", kind, "ns/name") | ("none", kind, "ns/name")."""
+
+_K = TypeVar("_K")
+
+CAPI_KINDS = frozenset(
+    {
+        "Cluster",
+        "Machine",
+        "MachineSet",
+        "MachineDeployment",
+        "KubeadmControlPlane",
+        "MachinePool",
+        "MachineHealthCheck",
+    }
+)
+
+
+def group_key(obj: Base) -> GroupKey:
+    """The group an object belongs to (InfraMachinePools join their Cluster's group)."""
+    ns, name = obj.meta.namespace, obj.meta.name
+    if isinstance(obj, Cluster):
+        return ("capi", ns, name)
+    if isinstance(obj, ClusterClass):
+        return ("none", "ClusterClass", f"{ns}/{name}")
+    if isinstance(obj, ManifestWorkReplicaSet):
+        return ("mwrs", ns, name)
+    if isinstance(obj, ManifestWork):
+        owner = owner_of(obj)
+        return ("mwrs", *owner) if owner else ("single", "ManifestWork", f"{ns}/{name}")
+    if isinstance(obj, PlacementDecision):
+        return ("none", "PlacementDecision", f"{ns}/{name}")
+    if isinstance(obj, ManagedCluster | Placement):
+        return ("single", obj.meta.kind, f"{ns}/{name}")
+    return ("capi", ns, obj.cluster_name)
+
+
+def owner_of(work: ManifestWork) -> tuple[str, str] | None:
+    """The (namespace, name) of the MWRS a ManifestWork's owner label names (``<ns>.<name>``)."""
+    # Namespaces are DNS labels and hold no dots, so the first dot separates the two parts.
+    ns, dot, name = work.owner.partition(".")
+    return (ns, name) if dot and ns and name else None
+
+
+class FleetIndex:
+    """Projections by key, grouped for evaluation, with the indexes that keep lookups local."""
+
+    def __init__(self) -> None:
+        self._objects: dict[ObjectKey, Base] = {}
+        self._by_kind: dict[str, dict[ObjectKey, Base]] = defaultdict(dict)
+        self._members: dict[GroupKey, set[ObjectKey]] = defaultdict(set)
+        self._group_of: dict[ObjectKey, GroupKey] = {}
+        # ManifestWorks by namespace (= managed cluster name), decisions by (namespace, placement).
+        self._works_in: dict[str, set[ObjectKey]] = defaultdict(set)
+        self._decisions_of: dict[tuple[str, str], set[ObjectKey]] = defaultdict(set)
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def get(self, key: ObjectKey) -> Base | None:
+        return self._objects.get(key)
+
+    def keys_of_kind(self, kind: str, namespace: str | None = None) -> list[ObjectKey]:
+        return [k for k in self._by_kind.get(kind, ()) if namespace is None or k[1] == namespace]
+
+    def count_by_kind(self) -> dict[str, int]:
+        return {kind: len(objs) for kind, objs in self._by_kind.items()}
+
+    def put(self, obj: Base) -> set[GroupKey]:
+        """Add or replace an object; returns the groups to re-evaluate."""
+        dirty = self.remove(obj.key)
+        key = group_key(obj)
+        self._objects[obj.key] = obj
+        self._by_kind[obj.meta.kind][obj.key] = obj
+        self._members[key].add(obj.key)
+        self._group_of[obj.key] = key
+        if isinstance(obj, ManifestWork):
+            self._works_in[obj.meta.namespace].add(obj.key)
+        elif isinstance(obj, PlacementDecision):
+            self._decisions_of[(obj.meta.namespace, obj.placement_name)].add(obj.key)
+        dirty.add(key)
+        dirty |= self._dependents(obj)
+        return dirty
+
+    def remove(self, key: ObjectKey) -> set[GroupKey]:
+        obj = self._objects.pop(key, None)
+        if obj is None:
+            return set()
+        del self._by_kind[obj.meta.kind][key]
+        gk = self._group_of.pop(key)
+        _discard(self._members, gk, key)
+        if isinstance(obj, ManifestWork):
+            _discard(self._works_in, obj.meta.namespace, key)
+        elif isinstance(obj, PlacementDecision):
+            _discard(self._decisions_of, (obj.meta.namespace, obj.placement_name), key)
+        return {gk} | self._dependents(obj)
+
+    def group_keys(self) -> list[GroupKey]:
+        return [k for k in self._members if k[0] != "none"]
+
+    def _dependents(self, obj: Base) -> set[GroupKey]:
+        ns, name = obj.meta.namespace, obj.meta.name
+        if isinstance(obj, ClusterClass):
+            return {
+                self._group_of[k]
+                for k, o in self._by_kind.get("Cluster", {}).items()
+                if isinstance(o, Cluster)
+                and o.topology_class == name
+                and (o.topology_class_namespace or o.meta.namespace) == ns
+            }
+        if isinstance(obj, Placement | PlacementDecision):
+            placement = obj.meta.name if isinstance(obj, Placement) else obj.placement_name
+            return {
+                ("mwrs", o.meta.namespace, o.meta.name)
+                for o in self._by_kind.get("ManifestWorkReplicaSet", {}).values()
+                if isinstance(o, ManifestWorkReplicaSet)
+                and o.meta.namespace == ns
+                and any(ref.name == placement for ref in o.placement_refs)
+            }
+        if isinstance(obj, ManagedCluster):
+            groups = (self._group_of[k] for k in self._works_in.get(name, ()))
+            return {g for g in groups if g[0] == "mwrs"}
+        return set()
+
+    def build(self, key: GroupKey) -> Group | None:
+        """The group's current contents, or None when it no longer exists."""
+        members = [self._objects[k] for k in self._members.get(key, ())]
+        if not members:
+            return None
+        if key[0] == "capi":
+            return CapiGroup(objects=tuple(members), cluster_classes=self._cluster_classes())
+        if key[0] == "mwrs":
+            return self._mwrs_group(key, members)
+        return SingleGroup(members[0])
+
+    def _cluster_classes(self) -> dict[tuple[str, str], ClusterClass]:
+        return {
+            (o.meta.namespace, o.meta.name): o
+            for o in self._by_kind.get("ClusterClass", {}).values()
+            if isinstance(o, ClusterClass)
+        }
+
+    def _mwrs_group(self, key: GroupKey, members: list[Base]) -> MwrsGroup:
+        mwrs = next((o for o in members if isinstance(o, ManifestWorkReplicaSet)), None)
+        works = tuple(o for o in members if isinstance(o, ManifestWork))
+        ns = key[1]
+        refs = [r.name for r in mwrs.placement_refs] if mwrs is not None else []
+        placements = {
+            o.meta.name: o
+            for ref in refs
+            if isinstance(o := self._objects.get(("Placement", ns, ref)), Placement)
+        }
+        decisions = tuple(
+            o
+            for ref in refs
+            for k in sorted(self._decisions_of.get((ns, ref), ()))
+            if isinstance(o := self._objects[k], PlacementDecision)
+        )
+        managed = {
+            w.meta.namespace: o
+            for w in works
+            if isinstance(o := self._objects.get(("ManagedCluster", "", w.meta.namespace)), ManagedCluster)
+        }
+        return MwrsGroup(
+            mwrs=mwrs,
+            manifest_works=works,
+            placements=placements,
+            placement_decisions=decisions,
+            managed_clusters=managed,
+        )
+
+
+def _discard(index: dict[_K, set[ObjectKey]], key: _K, member: ObjectKey) -> None:
+    members = index.get(key)
+    if members is not None:
+        members.discard(member)
+        if not members:
+            del index[key]
+
+
+def group_projections(projections: Iterable[Base]) -> list[Group]:
+    index = FleetIndex()
+    for obj in projections:
+        index.put(obj)
+    groups = [index.build(k) for k in sorted(index.group_keys())]
+    return [g for g in groups if g is not None]

@@ -1,0 +1,78 @@
+"""The store: projected objects from a source, and which evaluation groups changed since last asked.
+
+Owns the sink the sources write into (``replace`` / ``upsert`` / ``delete``), the atomic
+replacement of one kind's contents after a relist (objects missing from the new list are
+deleted), shard filtering of groups, and the set of dirty groups the evaluation loop takes. Owns
+no I/O and no evaluation; indexing lives in ``exporter.engine.grouping.FleetIndex``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from exporter.engine.evaluate_types import Group
+from exporter.engine.grouping import FleetIndex, GroupKey
+from exporter.engine.model import Base, ObjectKey
+
+
+def keep_all(_: GroupKey) -> bool:
+    return True
+
+
+class Store:
+    """Projections keyed by (kind, namespace, name), with change tracking by group."""
+
+    def __init__(self, *, keep: Callable[[GroupKey], bool] = keep_all) -> None:
+        self._index = FleetIndex()
+        self._dirty: set[GroupKey] = set()
+        self._keep = keep
+        self.generation = 0  # bumped on every change; lets waiters tell "something happened"
+
+    # ---- the sink sources write into ------------------------------------------------------------
+
+    def upsert(self, obj: Base) -> None:
+        self._mark(self._index.put(obj))
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        self._mark(self._index.remove((kind, namespace, name)))
+
+    def replace(self, kind: str, objects: Iterable[Base], namespace: str | None = None) -> None:
+        """Make ``kind`` (in ``namespace``, or everywhere) hold exactly ``objects``.
+
+        Used after a (re)list: objects the new list lacks were deleted while we were not
+        watching, so they are removed here; the whole swap happens before any evaluation runs.
+        """
+        incoming = list(objects)
+        fresh: set[ObjectKey] = {o.key for o in incoming}
+        for key in self._index.keys_of_kind(kind, namespace):
+            if key not in fresh:
+                self._mark(self._index.remove(key))
+        for obj in incoming:
+            if self._index.get(obj.key) != obj:
+                self.upsert(obj)
+
+    # ---- the evaluation side -------------------------------------------------------------------
+
+    def take_dirty(self) -> set[GroupKey]:
+        dirty, self._dirty = self._dirty, set()
+        return {g for g in dirty if self._keep(g)}
+
+    def build(self, key: GroupKey) -> Group | None:
+        return self._index.build(key)
+
+    def all_groups(self) -> list[GroupKey]:
+        return [g for g in self._index.group_keys() if self._keep(g)]
+
+    def get(self, key: ObjectKey) -> Base | None:
+        return self._index.get(key)
+
+    def count_by_kind(self) -> dict[str, int]:
+        return self._index.count_by_kind()
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def _mark(self, groups: set[GroupKey]) -> None:
+        if groups:
+            self._dirty |= {g for g in groups if g[0] != "none"}
+            self.generation += 1
