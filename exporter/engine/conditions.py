@@ -237,3 +237,15 @@ def paused_condition(cluster_spec_paused: bool, annotated: bool, kind: str) -> C
     if not reasons:
         return Condition(PAUSED, Status.FALSE, NOT_PAUSED)
     return Condition(PAUSED, Status.TRUE, PAUSED, ", ".join(reasons))
+
+
+# Condition types for which True is the bad state (CAPI v1beta2 polarity). Used to rank
+# conditions for display and alerting; rules pass their own polarity to summary/aggregate.
+NEGATIVE_POLARITY_TYPES = frozenset(
+    {"Deleting", "Paused", "RollingOut", "ScalingUp", "ScalingDown", "Remediating", "Updating"}
+)
+
+
+def display_priority(c: Condition) -> Priority:
+    """Priority of a condition whose polarity is the conventional one for its type."""
+    return priority(c, c.type in NEGATIVE_POLARITY_TYPES)
