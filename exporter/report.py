@@ -1,0 +1,167 @@
+"""Output of the ``evaluate`` command: the JSON document and the at-a-glance tree.
+
+Owns the JSON shape of design.md (``{"objects": [...]}`` with reported and computed conditions,
+counters and phase per object) and the ``clusterctl describe``-like table: one line per object,
+its worst conditions first, reasons and messages shown. Owns no evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from exporter.engine.conditions import Priority, display_priority
+from exporter.engine.model import (
+    Base,
+    Condition,
+    KubeadmControlPlane,
+    Machine,
+    MachineDeployment,
+    MachinePool,
+    MachineSet,
+    ObjectKey,
+    Result,
+)
+
+# The condition that sums an object up, shown first on its line.
+HEADLINE = {
+    "Cluster": "Available",
+    "KubeadmControlPlane": "Available",
+    "MachineDeployment": "Available",
+    "MachinePool": "Available",
+    "MachineSet": "MachinesReady",
+    "Machine": "Ready",
+    "MachineHealthCheck": "RemediationAllowed",
+    "ManifestWorkReplicaSet": "Ready",
+    "ManifestWork": "Available",
+    "ManagedCluster": "ManagedClusterConditionAvailable",
+    "Placement": "PlacementSatisfied",
+}
+MESSAGE_WIDTH = 100
+
+
+def rfc3339(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def condition_json(c: Condition) -> dict[str, str]:
+    return {"type": c.type, "status": c.status.value, "reason": c.reason, "message": c.message}
+
+
+def result_json(r: Result) -> dict[str, Any]:
+    return {
+        "apiVersion": r.api_version,
+        "kind": r.kind,
+        "namespace": r.namespace,
+        "name": r.name,
+        "reported": [condition_json(c) for c in r.reported],
+        "computed": [condition_json(c) for c in r.computed],
+        "counters": dict(r.counters),
+        "phase": r.phase,
+        "findings": [{"code": f.code, "severity": f.severity, "message": f.message} for f in r.findings],
+    }
+
+
+def render_json(results: Sequence[Result]) -> str:
+    return json.dumps({"objects": [result_json(r) for r in results]}, indent=2, sort_keys=False) + "\n"
+
+
+def effective_conditions(r: Result) -> list[Condition]:
+    """Reported v1beta2 conditions, plus computed ones the controller does not report."""
+    reported = [] if r.layout == "v1beta1" else list(r.reported)
+    types = {c.type for c in reported}
+    return reported + [c for c in r.computed if c.type not in types]
+
+
+def _worst_first(r: Result) -> list[Condition]:
+    conditions = effective_conditions(r)
+    headline = HEADLINE.get(r.kind)
+    return sorted(
+        conditions,
+        key=lambda c: (c.type != headline, display_priority(c), c.type),
+    )
+
+
+def _line(depth_prefix: str, r: Result) -> list[str]:
+    conditions = _worst_first(r)
+    shown = [c for c in conditions[:1]] + [c for c in conditions[1:] if display_priority(c) < Priority.INFO]
+    label = f"{depth_prefix}{r.kind}/{r.name}"
+    status = "  ".join(f"{c.type}={c.status.value}({c.reason})" for c in shown) or "-"
+    extra = f"  phase={r.phase}" if r.phase else ""
+    lines = [f"{label:<60} {status}{extra}"]
+    pad = " " * (len(depth_prefix) + 2)
+    for c in shown:
+        if c.message and (display_priority(c) < Priority.INFO):
+            for text in c.message.splitlines()[:6]:
+                lines.append(f"{pad}{c.type}: {text[:MESSAGE_WIDTH]}")
+    for f in r.findings:
+        lines.append(f"{pad}! {f.code} ({f.severity}): {f.message[:MESSAGE_WIDTH]}")
+    return lines
+
+
+def _parent_of(obj: Base, by_key: Mapping[ObjectKey, Base]) -> ObjectKey | None:
+    ns = obj.meta.namespace
+    if isinstance(obj, Machine):
+        for kind, name in (
+            ("MachineSet", obj.set_name),
+            ("KubeadmControlPlane", obj.control_plane_name),
+            ("MachinePool", obj.pool_name),
+        ):
+            if name and (kind, ns, name) in by_key:
+                return (kind, ns, name)
+    if isinstance(obj, MachineSet) and obj.deployment_name:
+        key = ("MachineDeployment", ns, obj.deployment_name)
+        if key in by_key:
+            return key
+    if isinstance(obj, KubeadmControlPlane | MachineDeployment | MachinePool) or obj.cluster_name:
+        key = ("Cluster", ns, obj.cluster_name)
+        if key in by_key and key != obj.key:
+            return key
+    return None
+
+
+def render_table(results: Sequence[Result], projections: Iterable[Base]) -> str:
+    """The tree view: Clusters with their descendants, then the OCM objects."""
+    by_key = {p.key: p for p in projections}
+    result_of = {r.key: r for r in results}
+    children: dict[ObjectKey | None, list[ObjectKey]] = {}
+    for r in results:
+        obj = by_key.get(r.key)
+        parent = _parent_of(obj, by_key) if obj is not None else None
+        if parent is not None and parent not in result_of:
+            parent = None
+        children.setdefault(parent, []).append(r.key)
+    order = {"Cluster": 0, "KubeadmControlPlane": 1, "MachineDeployment": 2, "MachinePool": 3,
+             "MachineSet": 4, "Machine": 5, "MachineHealthCheck": 6}
+    for keys in children.values():
+        keys.sort(key=lambda k: (order.get(k[0], 9), k[1], k[2]))
+    lines: list[str] = [f"{'NAME':<60} CONDITIONS (worst first)"]
+
+    def walk(key: ObjectKey, prefix: str, last: bool, top: bool) -> None:
+        branch = "" if top else ("└─" if last else "├─")
+        lines.extend(_line(prefix + branch, result_of[key]))
+        kids = children.get(key, [])
+        child_prefix = prefix if top else prefix + ("  " if last else "│ ")
+        for i, kid in enumerate(kids):
+            walk(kid, child_prefix, i == len(kids) - 1, False)
+
+    roots = sorted(children.get(None, []), key=lambda k: (k[0] != "Cluster", k[1], order.get(k[0], 9), k[2]))
+    current_ns = None
+    for root in roots:
+        if root[1] != current_ns:
+            current_ns = root[1]
+            lines.append(f"\n# namespace {current_ns or '(cluster-scoped)'}")
+        walk(root, "", True, True)
+    return "\n".join(lines) + "\n"
+
+
+def render_evaluation(results: Sequence[Result], projections: Iterable[Base], output: str) -> str:
+    if output == "json":
+        return render_json(results)
+    if output == "table":
+        return render_table(results, projections)
+    raise ValueError(f"unknown output format {output!r}: use json or table")
