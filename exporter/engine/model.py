@@ -17,6 +17,11 @@ from typing import Final
 EMPTY_MAP: Final[Mapping[str, str]] = MappingProxyType({})
 
 
+def _empty_map() -> Mapping[str, str]:
+    # A factory, not a default: Python 3.11 dataclasses reject unhashable defaults (mappingproxy).
+    return EMPTY_MAP
+
+
 class Status(StrEnum):
     TRUE = "True"
     FALSE = "False"
@@ -85,8 +90,9 @@ class Meta:
     generation: int | None = None
     creation_timestamp: float | None = None
     deletion_timestamp: float | None = None
-    labels: Mapping[str, str] = EMPTY_MAP
-    annotations: Mapping[str, str] = EMPTY_MAP  # only the annotations the engine reads
+    labels: Mapping[str, str] = field(default_factory=_empty_map)
+    # only the annotations the engine reads
+    annotations: Mapping[str, str] = field(default_factory=_empty_map)
     owner_refs: tuple[OwnerRef, ...] = ()
 
     @property
@@ -197,7 +203,8 @@ class Machine(Base):
     infrastructure_provisioned: bool | None = None
     bootstrap_data_secret_created: bool | None = None
     node_name: str = ""
-    node_info: Mapping[str, str] = EMPTY_MAP  # kubeletVersion, kernelVersion, osImage, ...
+    # kubeletVersion, kernelVersion, osImage, ...
+    node_info: Mapping[str, str] = field(default_factory=_empty_map)
     addresses: tuple[tuple[str, str], ...] = ()  # (type, address)
     phase: str = ""
     certificates_expiry: float | None = None
@@ -263,6 +270,7 @@ class MachinePool(Base):
     reported: Counters = Counters()
     failure_reason: str = ""
     failure_message: str = ""
+    v1beta1_ready_replicas: int | None = None  # Ready-Node count (deprecated.v1beta1 / v1beta1 status): phase
 
 
 @dataclass(frozen=True, slots=True)

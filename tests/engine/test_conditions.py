@@ -1,0 +1,240 @@
+"""The condition primitives: priority with polarity, mirror, summary and aggregate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from exporter.engine.conditions import (
+    Member,
+    Priority,
+    Reasons,
+    aggregate,
+    mirror,
+    names_message,
+    not_yet_reported,
+    paused_condition,
+    priority,
+    summary,
+)
+from exporter.engine.model import Condition, Status
+
+T, F, U = Status.TRUE, Status.FALSE, Status.UNKNOWN
+READY = Reasons("NotReady", "ReadyUnknown", "Ready")
+
+
+def c(type_: str, status: Status, reason: str = "", message: str = "") -> Condition:
+    return Condition(type_, status, reason, message)
+
+
+@pytest.mark.parametrize(
+    "condition,negative,want",
+    [
+        (c("Ready", F), False, Priority.ISSUE),  # positive polarity: False is bad
+        (c("Ready", T), False, Priority.INFO),
+        (c("Deleting", T), True, Priority.ISSUE),  # negative polarity: True is bad
+        (c("Deleting", F), True, Priority.INFO),
+        (c("Ready", U), False, Priority.UNKNOWN),
+        (c("Deleting", U), True, Priority.UNKNOWN),
+    ],
+    ids=["positive-false", "positive-true", "negative-true", "negative-false", "unknown", "negative-unknown"],
+)
+def test_priority_honours_polarity(condition: Condition, negative: bool, want: Priority) -> None:
+    assert priority(condition, negative) is want
+
+
+def test_mirror_copies_status_reason_message_and_time_under_new_type() -> None:
+    src = Condition("Ready", F, "NotReady", "infra not ready", last_transition_time=100.0)
+    got = mirror(src, "InfrastructureReady")
+    assert got == Condition("InfrastructureReady", F, "NotReady", "infra not ready", 100.0)
+
+
+def test_mirror_uses_fallback_then_not_yet_reported() -> None:
+    fallback = c("X", T, "Ready")
+    assert mirror(None, "InfrastructureReady", fallback=fallback) == c("InfrastructureReady", T, "Ready")
+    missing = mirror(None, "InfrastructureReady")
+    assert (missing.status, missing.reason, missing.message) == (
+        U,
+        "NotYetReported",
+        "Condition InfrastructureReady not yet reported",
+    )
+
+
+@dataclass(frozen=True)
+class SummaryCase:
+    name: str
+    conditions: tuple[Condition, ...]
+    want_status: Status
+    want_reason: str
+    want_message: str
+    negative: frozenset[str] = frozenset()
+    ignore_if_missing: frozenset[str] = frozenset()
+
+
+SUMMARY_CASES = [
+    SummaryCase("all true", (c("A", T, "Ok"), c("B", T, "Ok")), T, "Ready", ""),
+    SummaryCase(
+        "one issue listed with its message",
+        (c("A", F, "Bad", "a is broken"), c("B", T, "Ok")),
+        F,
+        "NotReady",
+        "* A: a is broken",
+    ),
+    SummaryCase(
+        "issue beats unknown; both listed in type order",
+        (c("A", U, "Unk", "a unknown"), c("B", F, "Bad", "b broken")),
+        F,
+        "NotReady",
+        "* A: a unknown\n* B: b broken",
+    ),
+    SummaryCase(
+        "missing condition becomes NotYetReported unknown",
+        (c("A", T, "Ok"),),
+        U,
+        "ReadyUnknown",
+        "* B: Condition not yet reported",
+    ),
+    SummaryCase(
+        "missing condition ignored when asked",
+        (c("A", T, "Ok"),),
+        T,
+        "Ready",
+        "",
+        ignore_if_missing=frozenset({"B"}),
+    ),
+    SummaryCase(
+        "negative polarity True is an issue",
+        (c("A", T, "Ok"), c("B", T, "Deleting", "deletion started")),
+        F,
+        "NotReady",
+        "* B: deletion started",
+        negative=frozenset({"B"}),
+    ),
+    SummaryCase(
+        "empty message falls back to reason",
+        (c("A", F, "BadThing"), c("B", T)),
+        F,
+        "NotReady",
+        "* A: BadThing",
+    ),
+    SummaryCase(
+        "info with message shown when result is true",
+        (c("A", T, "Ok", "all good here"), c("B", T)),
+        T,
+        "Ready",
+        "* A: all good here",
+    ),
+    SummaryCase(
+        "multi-line message indented under its bullet",
+        (c("A", F, "Bad", "* Machine m1: x\n* Machine m2: y"), c("B", T)),
+        F,
+        "NotReady",
+        "* A:\n  * Machine m1: x\n  * Machine m2: y",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", SUMMARY_CASES, ids=[x.name for x in SUMMARY_CASES])
+def test_summary(case: SummaryCase) -> None:
+    got = summary(
+        "Ready",
+        case.conditions,
+        for_types=("A", "B"),
+        reasons=READY,
+        negative=case.negative,
+        ignore_if_missing=case.ignore_if_missing,
+    )
+    assert (got.type, got.status, got.reason, got.message) == (
+        "Ready",
+        case.want_status,
+        case.want_reason,
+        case.want_message,
+    )
+
+
+def test_summary_override_reclassifies_a_condition() -> None:
+    conds = (c("A", F, "ObjectDeleted", "gone"), c("B", T))
+    got = summary(
+        "Ready",
+        conds,
+        for_types=("A", "B"),
+        reasons=READY,
+        override=lambda x: Priority.INFO if x.reason == "ObjectDeleted" else None,
+    )
+    assert got.status is T
+
+
+def test_summary_with_negative_target_is_true_on_issue() -> None:
+    got = summary("RollingOut", (c("A", F, "x", "m"),), for_types=("A",), reasons=READY, target_negative=True)
+    assert got.status is T
+
+
+def machines(*specs: tuple[str, Status, str]) -> list[Member]:
+    return [Member("Machine", name, c("Ready", status, "r", msg)) for name, status, msg in specs]
+
+
+@pytest.mark.parametrize(
+    "members,want_status,want_reason,want_message",
+    [
+        (machines(("m1", T, ""), ("m2", T, "")), T, "Ready", ""),
+        (machines(("m1", F, "node down"), ("m2", T, "")), F, "NotReady", "* Machine m1: node down"),
+        (
+            machines(("m1", F, "node down"), ("m2", F, "node down"), ("m3", U, "no probe")),
+            F,
+            "NotReady",
+            "* Machines m1, m2: node down\n* Machine m3: no probe",
+        ),
+        (
+            machines(*[(f"m{i}", F, "node down") for i in range(1, 6)]),
+            F,
+            "NotReady",
+            "* Machines m1, m2, m3, ... (2 more): node down",
+        ),
+        (
+            machines(("a", F, "x1"), ("b", F, "x2"), ("c", F, "x3"), ("d", F, "x4"), ("e", F, "x5")),
+            F,
+            "NotReady",
+            "* Machine a: x1\n* Machine b: x2\n* Machine c: x3\nAnd 2 Machines with other issues",
+        ),
+        (
+            [Member("Machine", "m1", None), *machines(("m2", T, ""))],
+            U,
+            "ReadyUnknown",
+            "* Machine m1: Condition Ready not yet reported",
+        ),
+    ],
+    ids=["all-true", "one-issue", "grouped-by-message", "more-than-three-names", "more-than-three-bullets",
+         "missing-is-unknown"],
+)
+def test_aggregate(members: list[Member], want_status: Status, want_reason: str, want_message: str) -> None:
+    got = aggregate("MachinesReady", members, source_type="Ready", reasons=READY)
+    assert (got.status, got.reason, got.message) == (want_status, want_reason, want_message)
+
+
+def test_aggregate_lists_control_plane_machines_first() -> None:
+    members = [
+        Member("Machine", "w1", c("Ready", F, "r", "worker issue")),
+        Member("Machine", "w2", c("Ready", F, "r", "worker issue")),
+        Member("Machine", "cp1", c("Ready", F, "r", "cp issue"), control_plane=True),
+    ]
+    got = aggregate("MachinesReady", members, source_type="Ready", reasons=READY)
+    assert got.message.splitlines()[0] == "* Machine cp1: cp issue"
+
+
+def test_names_message_singular_plural_and_truncation() -> None:
+    assert names_message("Machine", ["a"], "is", "are", " not healthy") == "Machine a is not healthy"
+    assert (
+        names_message("Machine", ["d", "c", "b", "a"], "is", "are", " not healthy")
+        == "Machines a, b, c, ... (1 more) are not healthy"
+    )
+
+
+def test_not_yet_reported_and_paused() -> None:
+    assert not_yet_reported("X").message == "Condition X not yet reported"
+    assert paused_condition(False, False, "Machine") == c("Paused", F, "NotPaused")
+    p = paused_condition(True, True, "MachineDeployment")
+    assert (p.status, p.reason) == (T, "Paused")
+    assert p.message == (
+        "Cluster spec.paused is set to true, MachineDeployment has the cluster.x-k8s.io/paused annotation"
+    )
