@@ -1,0 +1,122 @@
+"""Raw API object → engine projection, for every kind the engine reads.
+
+Owns the dispatch by kind, the metadata every projection keeps (only the labels and annotations
+the engine reads, so memory stays bounded), and the guarantee that ``project`` never raises. The
+three CAPI storage layouts it normalises (see ``parse_capi.py`` for the per-kind paths):
+
+- ``v1beta2`` (CAPI 1.11+): metav1 conditions in ``status.conditions``, old ones under
+  ``status.deprecated.v1beta1``;
+- ``v1beta1+v1beta2`` (CAPI 1.9/1.10): v1beta1 objects carrying ``status.v1beta2.*``;
+- ``v1beta1`` (CAPI 1.5-1.8): only the old conditions (with severity) and flat counters.
+
+Counters are read by *meaning*: a projection's ``Counters`` always hold v1beta2 meanings.
+Unreadable fields are recorded in ``problems`` and treated as missing; unknown kinds give None.
+Owns no rules (the per-kind modules), no per-kind paths (``parse_capi.py``) and no field decoding
+(``parse_fields.py``); OCM kinds are delegated to ``parse_ocm.project_ocm``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any, Final
+
+from exporter.engine.model import Base, Meta, OwnerRef
+from exporter.engine.parse_capi import CAPI_READERS, PAUSED_ANNOTATION, Reader, infra_machine_pool
+from exporter.engine.parse_fields import Fields, bounded, string_map
+
+INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
+OCM_KINDS: Final = frozenset(
+    {"ManifestWorkReplicaSet", "ManifestWork", "ManagedCluster", "Placement", "PlacementDecision"}
+)
+KEPT_ANNOTATIONS: Final = frozenset({PAUSED_ANNOTATION})
+KEPT_LABEL_PREFIXES: Final = (
+    "cluster.x-k8s.io/",
+    "work.open-cluster-management.io/",
+    "cluster.open-cluster-management.io/",
+)
+_MAX_LABELS: Final = 64
+_MAX_OWNERS: Final = 16
+
+
+def project(raw: Mapping[str, Any]) -> Base | None:
+    """The projection of one raw object, or None (no identity, or a kind the engine ignores)."""
+    try:
+        return project_unguarded(raw)
+    except Exception:  # a bug here must cost one object, never the informer; tests call the unguarded form
+        return None
+
+
+def project_unguarded(raw: Mapping[str, Any]) -> Base | None:
+    if not isinstance(raw, Mapping):
+        return None
+    fields = Fields()
+    meta = _meta(raw, fields)
+    if meta is None:
+        return None
+    group = meta.api_version.rsplit("/", 1)[0] if "/" in meta.api_version else ""
+    if meta.kind in OCM_KINDS:
+        return _project_ocm(raw, meta, fields.problems)
+    if group == INFRA_GROUP and meta.kind.endswith("MachinePool"):
+        reader: Reader | None = infra_machine_pool
+    else:
+        reader = CAPI_READERS.get((group, meta.kind))
+    if reader is None:
+        return None
+    projection = reader(raw, meta, fields)
+    return replace(projection, problems=tuple(fields.problems)) if fields.problems else projection
+
+
+def _project_ocm(raw: Mapping[str, Any], meta: Meta, problems: list[str]) -> Base | None:
+    try:  # written separately; until it exists OCM kinds are ignored like unknown ones
+        module = importlib.import_module("exporter.engine.parse_ocm")
+    except ImportError:
+        return None
+    project_ocm = getattr(module, "project_ocm", None)
+    if project_ocm is None:
+        return None
+    result = project_ocm(raw, meta, problems)
+    return result if isinstance(result, Base) else None
+
+
+# ---- metadata every kind shares ---------------------------------------------------------------
+
+
+def _meta(raw: Mapping[str, Any], f: Fields) -> Meta | None:
+    kind, name = f.str_(raw, "kind"), f.str_(raw, "metadata.name")
+    if not kind or not name:
+        return None
+    labels = {k: bounded(v, 63) for k, v in string_map(f, raw, "metadata.labels").items()
+              if k.startswith(KEPT_LABEL_PREFIXES)}
+    annotations = {k: bounded(v, 256) for k, v in string_map(f, raw, "metadata.annotations").items()
+                   if k in KEPT_ANNOTATIONS}
+    return Meta(
+        kind=kind,
+        api_version=f.str_(raw, "apiVersion"),
+        namespace=f.str_(raw, "metadata.namespace"),
+        name=name,
+        uid=f.str_(raw, "metadata.uid"),
+        resource_version=f.str_(raw, "metadata.resourceVersion"),
+        generation=f.int_(raw, "metadata.generation"),
+        creation_timestamp=f.time(raw, "metadata.creationTimestamp"),
+        deletion_timestamp=f.time(raw, "metadata.deletionTimestamp"),
+        labels=MappingProxyType(dict(list(labels.items())[:_MAX_LABELS])),
+        annotations=MappingProxyType(annotations),
+        owner_refs=_owner_refs(f, raw),
+    )
+
+
+def _owner_refs(f: Fields, raw: object) -> tuple[OwnerRef, ...]:
+    refs = []
+    for item in f.list_(raw, "metadata.ownerReferences", _MAX_OWNERS):
+        if not isinstance(item, Mapping):
+            f.problem("metadata.ownerReferences[]", "object", item)
+            continue
+        refs.append(OwnerRef(kind=f.str_(item, "kind"), name=f.str_(item, "name"),
+                             api_version=f.str_(item, "apiVersion"), uid=f.str_(item, "uid"),
+                             controller=f.bool_(item, "controller") is True))
+    return tuple(refs)
+
+

@@ -1,0 +1,358 @@
+"""How each CAPI kind is read from its raw object, in all three storage layouts.
+
+Owns the per-kind readers used by ``parse.project`` and the layout rules they share: where the
+v1beta2 and v1beta1 conditions live, which counters carry v1beta2 meanings in each layout, and
+which spec/status paths moved between API versions. Owns no dispatch and no metadata reading
+(``parse.py``) and no field decoding (``parse_fields.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from exporter.engine.model import (
+    Base,
+    Cluster,
+    ClusterClass,
+    Counters,
+    InfraMachinePool,
+    KubeadmControlPlane,
+    Machine,
+    MachineDeployment,
+    MachineHealthCheck,
+    MachinePool,
+    MachineSet,
+    Meta,
+    RollingUpdate,
+)
+from exporter.engine.parse_fields import MAX_LIST, Fields, bounded, string_map
+
+CAPI_GROUP: Final = "cluster.x-k8s.io"
+CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
+PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
+CLUSTER_NAME_LABEL: Final = "cluster.x-k8s.io/cluster-name"
+_V1BETA1_VERSIONS: Final = frozenset({"v1beta1", "v1alpha4", "v1alpha3"})
+
+
+def layout_of(meta: Meta, raw: Mapping[str, Any], f: Fields) -> str:
+    """Which generation of status the object carries (see the module docstring)."""
+    if meta.api_version_short not in _V1BETA1_VERSIONS:
+        return "v1beta2"
+    return "v1beta1+v1beta2" if f.mapping(raw, "status.v1beta2") is not None else "v1beta1"
+
+
+def _common(raw: Mapping[str, Any], meta: Meta, f: Fields, layout: str | None = None) -> dict[str, Any]:
+    """Keyword arguments of ``Base`` for a CAPI object: conditions of both generations, pausing, owner."""
+    layout = layout or layout_of(meta, raw, f)
+    if layout == "v1beta2":
+        conditions = f.conditions(raw, "status.conditions")
+        old = f.conditions(raw, "status.deprecated.v1beta1.conditions")
+    elif layout == "v1beta1+v1beta2":
+        conditions = f.conditions(raw, "status.v1beta2.conditions")
+        old = f.conditions(raw, "status.conditions")
+    else:
+        conditions, old = (), f.conditions(raw, "status.conditions")
+    cluster_name = meta.labels.get(CLUSTER_NAME_LABEL, "") or f.str_(raw, "spec.clusterName")
+    if not cluster_name:  # KCP carries neither: its Cluster owns it
+        cluster_name = next((o.name for o in meta.owner_refs if o.kind == "Cluster"), "")
+    return {
+        "meta": meta,
+        "cluster_name": cluster_name,
+        "conditions": conditions,
+        "v1beta1_conditions": old,
+        "layout": layout,
+        "observed_generation": f.int_(raw, "status.observedGeneration"),
+        "paused_annotation": PAUSED_ANNOTATION in meta.annotations,
+    }
+
+
+def _v1beta2_counts(raw: Mapping[str, Any], layout: str, f: Fields, prefix: str = "status") -> Counters:
+    """ready/available/upToDate where they carry v1beta2 meanings; replicas is the same in every layout.
+
+    Plain v1beta1 objects leave ready/available/upToDate None: their readyReplicas counts Machines
+    with a Ready *Node* and availableReplicas builds on that, neither is the v1beta2 Ready summary.
+    """
+    replicas = f.int_(raw, f"{prefix}.replicas")
+    if layout == "v1beta1":
+        return Counters(replicas=replicas)
+    source = f"{prefix}.v1beta2" if layout == "v1beta1+v1beta2" else prefix
+    return Counters(
+        replicas=replicas,
+        ready=f.int_(raw, f"{source}.readyReplicas"),
+        available=f.int_(raw, f"{source}.availableReplicas"),
+        up_to_date=f.int_(raw, f"{source}.upToDateReplicas"),
+    )
+
+
+def _failure(raw: Mapping[str, Any], layout: str, f: Fields) -> dict[str, Any]:
+    base = "status.deprecated.v1beta1" if layout == "v1beta2" else "status"
+    return {"failure_reason": f.str_(raw, f"{base}.failureReason"),
+            "failure_message": f.str_(raw, f"{base}.failureMessage")}
+
+
+def _initialization(
+    raw: Mapping[str, Any], layout: str, f: Fields, flag: str, v1beta1_flag: str
+) -> bool | None:
+    """``status.initialization.<flag>`` (v1beta2) or the flat v1beta1 flag the conversion maps it from."""
+    if layout == "v1beta2":
+        return f.bool_(raw, f"status.initialization.{flag}")
+    return f.bool_(raw, f"status.{v1beta1_flag}")
+
+
+# ---- per kind --------------------------------------------------------------------------------
+
+
+def _cluster(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Cluster:
+    common = _common(raw, meta, f)
+    layout = common["layout"]
+    common["cluster_name"] = meta.name
+    if layout == "v1beta2":
+        class_name = f.str_(raw, "spec.topology.classRef.name")
+        class_namespace = f.str_(raw, "spec.topology.classRef.namespace")
+    else:
+        class_name = f.str_(raw, "spec.topology.class")
+        class_namespace = f.str_(raw, "spec.topology.classNamespace")
+    at = {"v1beta2": "status", "v1beta1+v1beta2": "status.v1beta2"}.get(layout)
+    return Cluster(
+        **common,
+        spec_paused=f.bool_(raw, "spec.paused") is True,
+        control_plane_ref=f.ref(raw, "spec.controlPlaneRef"),
+        infrastructure_ref=f.ref(raw, "spec.infrastructureRef"),
+        topology_class=class_name,
+        topology_class_namespace=class_namespace,
+        topology_version=f.str_(raw, "spec.topology.version"),
+        availability_gates=f.gates(raw, "spec.availabilityGates"),
+        control_plane_endpoint_host=f.str_(raw, "spec.controlPlaneEndpoint.host"),
+        control_plane_endpoint_port=f.int_(raw, "spec.controlPlaneEndpoint.port"),
+        # v1beta1 infrastructureReady / controlPlaneReady are what the v1.11 conversion maps to
+        # initialization.infrastructureProvisioned / controlPlaneInitialized.
+        infrastructure_provisioned=_initialization(raw, layout, f, "infrastructureProvisioned",
+                                                   "infrastructureReady"),
+        control_plane_initialized=_initialization(raw, layout, f, "controlPlaneInitialized",
+                                                  "controlPlaneReady"),
+        phase=f.str_(raw, "status.phase"),
+        reported_control_plane=_cluster_counters(raw, f"{at}.controlPlane", f) if at else None,
+        reported_workers=_cluster_counters(raw, f"{at}.workers", f) if at else None,
+    )
+
+
+def _cluster_counters(raw: Mapping[str, Any], path: str, f: Fields) -> Counters | None:
+    if f.mapping(raw, path) is None:
+        return None
+    return Counters(
+        desired=f.int_(raw, f"{path}.desiredReplicas"),
+        replicas=f.int_(raw, f"{path}.replicas"),
+        ready=f.int_(raw, f"{path}.readyReplicas"),
+        available=f.int_(raw, f"{path}.availableReplicas"),
+        up_to_date=f.int_(raw, f"{path}.upToDateReplicas"),
+    )
+
+
+def _cluster_class(raw: Mapping[str, Any], meta: Meta, f: Fields) -> ClusterClass:
+    return ClusterClass(**_common(raw, meta, f), availability_gates=f.gates(raw, "spec.availabilityGates"))
+
+
+def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
+    common = _common(raw, meta, f)
+    layout = common["layout"]
+    labels = meta.labels
+    node_info = {k: bounded(v, 256) for k, v in string_map(f, raw, "status.nodeInfo").items()}
+    addresses = tuple(
+        (f.str_(a, "type"), f.str_(a, "address"))
+        for a in f.list_(raw, "status.addresses", 32) if isinstance(a, Mapping)
+    )
+    return Machine(
+        **common,
+        **_failure(raw, layout, f),
+        control_plane="cluster.x-k8s.io/control-plane" in labels,
+        control_plane_name=labels.get("cluster.x-k8s.io/control-plane-name", ""),
+        deployment_name=labels.get("cluster.x-k8s.io/deployment-name", ""),
+        set_name=labels.get("cluster.x-k8s.io/set-name", ""),
+        pool_name=labels.get("cluster.x-k8s.io/pool-name", ""),
+        version=f.str_(raw, "spec.version"),
+        provider_id=f.str_(raw, "spec.providerID"),
+        failure_domain=f.str_(raw, "spec.failureDomain"),
+        min_ready_seconds=max(f.int_(raw, "spec.minReadySeconds") or 0, 0),
+        readiness_gates=f.gates(raw, "spec.readinessGates") or (),
+        bootstrap_ref=f.ref(raw, "spec.bootstrap.configRef"),
+        infrastructure_ref=f.ref(raw, "spec.infrastructureRef"),
+        # v1beta1 infrastructureReady / bootstrapReady convert to the initialization flags.
+        infrastructure_provisioned=_initialization(raw, layout, f, "infrastructureProvisioned",
+                                                   "infrastructureReady"),
+        bootstrap_data_secret_created=_initialization(raw, layout, f, "bootstrapDataSecretCreated",
+                                                      "bootstrapReady"),
+        node_name=f.str_(raw, "status.nodeRef.name"),
+        node_info=MappingProxyType(dict(list(node_info.items())[:16])),
+        addresses=addresses,
+        phase=f.str_(raw, "status.phase"),
+        certificates_expiry=f.time(raw, "status.certificatesExpiryDate"),
+        drain_start_time=f.time(raw, "status.deletion.nodeDrainStartTime"),
+    )
+
+
+def _machine_set(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachineSet:
+    common = _common(raw, meta, f)
+    replicas = f.int_(raw, "spec.replicas")
+    counts = _v1beta2_counts(raw, common["layout"], f)
+    return MachineSet(
+        **common,
+        deployment_name=meta.labels.get("cluster.x-k8s.io/deployment-name", ""),
+        replicas=replicas,
+        version=f.str_(raw, "spec.template.spec.version"),
+        bootstrap_ref=f.ref(raw, "spec.template.spec.bootstrap.configRef"),
+        infrastructure_ref=f.ref(raw, "spec.template.spec.infrastructureRef"),
+        reported=Counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
+                          available=counts.available, up_to_date=counts.up_to_date),
+    )
+
+
+def _machine_deployment(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachineDeployment:
+    common = _common(raw, meta, f)
+    layout = common["layout"]
+    replicas = f.int_(raw, "spec.replicas")
+    counts = _v1beta2_counts(raw, layout, f)
+    if layout == "v1beta2":
+        strategy, min_ready = "spec.rollout.strategy", f.int_(raw, "spec.template.spec.minReadySeconds")
+    else:
+        strategy, min_ready = "spec.strategy", f.int_(raw, "spec.minReadySeconds")
+    up_to_date = counts.up_to_date
+    if layout == "v1beta1":
+        # updatedReplicas counts Machines built from the current template: the UpToDate meaning
+        # (the same equivalence CAPI applies to the v1beta1 control plane contract).
+        up_to_date = f.int_(raw, "status.updatedReplicas")
+    return MachineDeployment(
+        **common,
+        replicas=replicas,
+        spec_paused=f.bool_(raw, "spec.paused") is True,
+        strategy_type=f.str_(raw, f"{strategy}.type") or "RollingUpdate",
+        rolling_update=RollingUpdate(
+            max_surge=f.int_or_percent(raw, f"{strategy}.rollingUpdate.maxSurge"),
+            max_unavailable=f.int_or_percent(raw, f"{strategy}.rollingUpdate.maxUnavailable"),
+        ),
+        min_ready_seconds=max(min_ready or 0, 0),
+        version=f.str_(raw, "spec.template.spec.version"),
+        bootstrap_ref=f.ref(raw, "spec.template.spec.bootstrap.configRef"),
+        infrastructure_ref=f.ref(raw, "spec.template.spec.infrastructureRef"),
+        phase=f.str_(raw, "status.phase"),
+        reported=Counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
+                          available=counts.available, up_to_date=up_to_date),
+    )
+
+
+def _kubeadm_control_plane(raw: Mapping[str, Any], meta: Meta, f: Fields) -> KubeadmControlPlane:
+    common = _common(raw, meta, f)
+    layout = common["layout"]
+    replicas = f.int_(raw, "spec.replicas")
+    counts = _v1beta2_counts(raw, layout, f)
+    if layout == "v1beta1":
+        # The v1beta1 control plane contract as CAPI's Cluster controller reads it: available is
+        # desired - unavailableReplicas (floor 0), upToDate is updatedReplicas. readyReplicas there
+        # counts Ready Nodes, not Machines whose Ready summary is True: left unset.
+        unavailable = f.int_(raw, "status.unavailableReplicas")
+        available = None
+        if replicas is not None and unavailable is not None:
+            available = max(replicas - unavailable, 0)
+        counts = Counters(replicas=counts.replicas, available=available,
+                          up_to_date=f.int_(raw, "status.updatedReplicas"))
+    if layout == "v1beta2":
+        surge = "spec.rollout.strategy"
+        initialized = f.bool_(raw, "status.initialization.controlPlaneInitialized")
+        remediation_time = f.time(raw, "status.lastRemediation.time")
+    else:
+        surge, initialized = "spec.rolloutStrategy", f.bool_(raw, "status.initialized")
+        remediation_time = f.time(raw, "status.lastRemediation.timestamp")
+    return KubeadmControlPlane(
+        **common,
+        replicas=replicas,
+        version=f.str_(raw, "spec.version"),
+        max_surge=f.int_or_percent(raw, f"{surge}.rollingUpdate.maxSurge"),
+        initialized=initialized,
+        external_etcd=f.mapping(raw, "spec.kubeadmConfigSpec.clusterConfiguration.etcd.external") is not None,
+        reported=Counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
+                          available=counts.available, up_to_date=counts.up_to_date),
+        last_remediation_machine=f.str_(raw, "status.lastRemediation.machine"),
+        last_remediation_time=remediation_time,
+    )
+
+
+def _machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachinePool:
+    common = _common(raw, meta, f)
+    layout = common["layout"]
+    replicas = f.int_(raw, "spec.replicas")
+    counts = _v1beta2_counts(raw, layout, f)
+    return MachinePool(
+        **common,
+        **_failure(raw, layout, f),
+        replicas=replicas,
+        version=f.str_(raw, "spec.template.spec.version"),
+        failure_domains=f.str_list(raw, "spec.failureDomains", MAX_LIST),
+        provider_id_list=f.str_list(raw, "spec.providerIDList"),
+        bootstrap_ref=f.ref(raw, "spec.template.spec.bootstrap.configRef"),
+        infrastructure_ref=f.ref(raw, "spec.template.spec.infrastructureRef"),
+        infrastructure_provisioned=_initialization(raw, layout, f, "infrastructureProvisioned",
+                                                   "infrastructureReady"),
+        bootstrap_data_secret_created=_initialization(raw, layout, f, "bootstrapDataSecretCreated",
+                                                      "bootstrapReady"),
+        node_refs=f.names(raw, "status.nodeRefs"),
+        v1beta1_ready_replicas=f.int_(raw, "status.deprecated.v1beta1.readyReplicas" if layout == "v1beta2"
+                                      else "status.readyReplicas"),
+        phase=f.str_(raw, "status.phase"),
+        reported=Counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
+                          available=counts.available, up_to_date=counts.up_to_date),
+    )
+
+
+def infra_machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> InfraMachinePool:
+    # Provider API versions say nothing about the contract they follow (a provider's v1beta2 may
+    # still write v1beta1 conditions), so the layout is read from the status itself; CAPI reads
+    # status.v1beta2.conditions first, then status.conditions, whatever their generation.
+    layout = "v1beta1+v1beta2" if f.mapping(raw, "status.v1beta2") is not None else "v1beta2"
+    common = _common(raw, meta, f, layout)
+    contract_v1beta2 = f.mapping(raw, "status.deprecated.v1beta1") is not None
+    return InfraMachinePool(
+        **common,
+        **_failure(raw, "v1beta2" if contract_v1beta2 else "v1beta1", f),
+        provider_id_list=f.str_list(raw, "spec.providerIDList"),
+        replicas=f.int_(raw, "status.replicas"),
+        provisioned=f.bool_(raw, "status.initialization.provisioned"),
+        ready=f.bool_(raw, "status.ready"),
+        has_spec=isinstance(raw.get("spec"), Mapping),
+        has_status=isinstance(raw.get("status"), Mapping),
+    )
+
+
+def _machine_health_check(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachineHealthCheck:
+    common = _common(raw, meta, f)
+    if common["layout"] == "v1beta2":
+        startup = f.int_(raw, "spec.checks.nodeStartupTimeoutSeconds")
+        max_unhealthy = f.int_or_percent(raw, "spec.remediation.triggerIf.unhealthyLessThanOrEqualTo")
+        in_range = f.str_(raw, "spec.remediation.triggerIf.unhealthyInRange")
+    else:
+        startup = f.duration_seconds(raw, "spec.nodeStartupTimeout")
+        max_unhealthy = f.int_or_percent(raw, "spec.maxUnhealthy")
+        in_range = f.str_(raw, "spec.unhealthyRange")
+    return MachineHealthCheck(
+        **common,
+        node_startup_timeout_seconds=startup,
+        unhealthy_less_than_or_equal_to=max_unhealthy,
+        unhealthy_in_range=in_range,
+        expected_machines=f.int_(raw, "status.expectedMachines"),
+        current_healthy=f.int_(raw, "status.currentHealthy"),
+        remediations_allowed=f.int_(raw, "status.remediationsAllowed"),
+        targets=f.str_list(raw, "status.targets", MAX_LIST),
+    )
+
+
+Reader = Callable[[Mapping[str, Any], Meta, Fields], Base]
+CAPI_READERS: Final[Mapping[tuple[str, str], Reader]] = MappingProxyType({
+    (CAPI_GROUP, "Cluster"): _cluster,
+    (CAPI_GROUP, "ClusterClass"): _cluster_class,
+    (CAPI_GROUP, "Machine"): _machine,
+    (CAPI_GROUP, "MachineSet"): _machine_set,
+    (CAPI_GROUP, "MachineDeployment"): _machine_deployment,
+    (CAPI_GROUP, "MachinePool"): _machine_pool,
+    (CAPI_GROUP, "MachineHealthCheck"): _machine_health_check,
+    (CONTROLPLANE_GROUP, "KubeadmControlPlane"): _kubeadm_control_plane,
+})

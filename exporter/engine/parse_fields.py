@@ -1,0 +1,277 @@
+"""Typed, forgiving readers for raw API objects: the building blocks of ``parse.py``.
+
+Owns how one field of a raw (JSON-decoded) object is read: navigation by dotted path, type
+checks, RFC3339 and Go-duration decoding, size bounds, and the ``problems`` list that records a
+field present with the wrong type. Every reader returns "missing" (None or an empty value)
+instead of raising. Owns no knowledge of kinds or layouts (that is ``parse.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+from exporter.engine.model import Condition, Gate, Ref, Status
+
+MAX_STRING: Final = 4096  # messages can be huge (stack traces); labels and names never need more
+MAX_PROBLEMS: Final = 16
+MAX_LIST: Final = 256  # conditions, gates, addresses, node refs: more than this is not a real object
+MAX_ID_LIST: Final = 10_000  # providerIDList / nodeRefs follow the pool size
+
+_PERCENT = re.compile(r"^[0-9]{1,9}%$")
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+_MISSING: Final = object()
+
+
+class Fields:
+    """Reads fields of one raw object, collecting a short description of every unreadable one."""
+
+    def __init__(self, problems: list[str] | None = None) -> None:
+        self.problems: list[str] = problems if problems is not None else []
+
+    def problem(self, path: str, expected: str, value: object) -> None:
+        text = f"{path or '<object>'}: expected {expected}, got {type(value).__name__}"
+        if len(self.problems) < MAX_PROBLEMS and text not in self.problems:
+            self.problems.append(text)
+
+    # ---- navigation ------------------------------------------------------------------------
+
+    def get(self, obj: object, path: str) -> Any:
+        """The value at a dotted path, or None when any step is missing or not an object."""
+        current: Any = obj
+        walked = ""
+        for part in path.split("."):
+            if current is None:
+                return None
+            if not isinstance(current, Mapping):
+                self.problem(walked, "object", current)
+                return None
+            current = current.get(part)
+            walked = f"{walked}.{part}" if walked else part
+        return current
+
+    def mapping(self, obj: object, path: str) -> Mapping[str, Any] | None:
+        value = self.get(obj, path)
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            self.problem(path, "object", value)
+            return None
+        return value
+
+    def has(self, obj: object, path: str) -> bool:
+        """Whether the field is present with a non-null value of any type."""
+        return self.get(obj, path) is not None
+
+    # ---- scalars ---------------------------------------------------------------------------
+
+    def str_(self, obj: object, path: str) -> str:
+        value = self.get(obj, path)
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            self.problem(path, "string", value)
+            return ""
+        return bounded(value)
+
+    def int_(self, obj: object, path: str) -> int | None:
+        value = self.get(obj, path)
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            self.problem(path, "integer", value)
+            return None
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        self.problem(path, "integer", value)
+        return None
+
+    def bool_(self, obj: object, path: str) -> bool | None:
+        value = self.get(obj, path)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            self.problem(path, "boolean", value)
+            return None
+        return value
+
+    def time(self, obj: object, path: str) -> float | None:
+        value = self.get(obj, path)
+        if value is None:
+            return None
+        parsed = parse_time(value)
+        if parsed is None:
+            self.problem(path, "RFC3339 time", value)
+        return parsed
+
+    def int_or_percent(self, obj: object, path: str) -> int | str | None:
+        """An intstr as the API writes it: an integer or "N%" (a bare numeric string is invalid)."""
+        value = self.get(obj, path)
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and _PERCENT.match(value.strip()):
+            return value.strip()
+        self.problem(path, "integer or percent", value)
+        return None
+
+    def duration_seconds(self, obj: object, path: str) -> int | None:
+        """A Go duration string ("10m", "1h30m", "600s") as whole seconds."""
+        value = self.get(obj, path)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            seconds = parse_duration(value)
+            if seconds is not None:
+                return seconds
+        self.problem(path, "duration", value)
+        return None
+
+    # ---- lists -----------------------------------------------------------------------------
+
+    def list_(self, obj: object, path: str, limit: int = MAX_LIST) -> list[Any]:
+        value = self.get(obj, path)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.problem(path, "list", value)
+            return []
+        return value[:limit]
+
+    def str_list(self, obj: object, path: str, limit: int = MAX_ID_LIST) -> tuple[str, ...]:
+        items = self.list_(obj, path, limit)
+        if any(not isinstance(item, str) for item in items):
+            self.problem(f"{path}[]", "string", next(i for i in items if not isinstance(i, str)))
+        return tuple(bounded(item) for item in items if isinstance(item, str))
+
+    def names(self, obj: object, path: str, limit: int = MAX_ID_LIST) -> tuple[str, ...]:
+        """The ``name`` of every object reference in a list (e.g. status.nodeRefs)."""
+        result = []
+        for item in self.list_(obj, path, limit):
+            name = item.get("name") if isinstance(item, Mapping) else None
+            if isinstance(name, str) and name:
+                result.append(bounded(name))
+            else:
+                self.problem(f"{path}[].name", "string", name)
+        return tuple(result)
+
+    # ---- composite API types ---------------------------------------------------------------
+
+    def conditions(self, obj: object, path: str) -> tuple[Condition, ...]:
+        """A list of conditions (metav1 or CAPI v1beta1); the first of each type wins."""
+        result: list[Condition] = []
+        seen: set[str] = set()
+        for item in self.list_(obj, path):
+            if not isinstance(item, Mapping):
+                self.problem(f"{path}[]", "object", item)
+                continue
+            type_ = item.get("type")
+            if not isinstance(type_, str) or not type_:
+                self.problem(f"{path}[].type", "string", type_)
+                continue
+            if type_ in seen:
+                continue
+            seen.add(type_)
+            result.append(self._condition(item, f"{path}[{type_}]", bounded(type_, 316)))
+        return tuple(result)
+
+    def _condition(self, item: Mapping[str, Any], path: str, type_: str) -> Condition:
+        if item.get("status") not in (None, "True", "False", "Unknown", True, False):
+            self.problem(f"{path}.status", "True|False|Unknown", item.get("status"))
+        return Condition(
+            type=type_,
+            status=Status.parse(item.get("status")),
+            reason=self.str_(item, "reason"),
+            message=self.str_(item, "message"),
+            last_transition_time=self.time(item, "lastTransitionTime"),
+            observed_generation=self.int_(item, "observedGeneration"),
+            severity=self.str_(item, "severity"),
+        )
+
+    def gates(self, obj: object, path: str) -> tuple[Gate, ...] | None:
+        """availabilityGates / readinessGates; None when the field is unset (not when empty)."""
+        value = self.get(obj, path)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            self.problem(path, "list", value)
+            return None
+        gates = []
+        for item in value[:MAX_LIST]:
+            type_ = item.get("conditionType") if isinstance(item, Mapping) else None
+            if not isinstance(type_, str) or not type_:
+                self.problem(f"{path}[].conditionType", "string", type_)
+                continue
+            polarity = self.str_(item, "polarity")
+            gates.append(Gate(condition_type=bounded(type_, 316), negative=polarity == "Negative"))
+        return tuple(gates)
+
+    def ref(self, obj: object, path: str) -> Ref | None:
+        """An object reference: v1beta2 ``apiGroup`` or v1beta1 ``apiVersion`` (group part kept)."""
+        value = self.mapping(obj, path)
+        if value is None:
+            return None
+        kind, name = self.str_(value, "kind"), self.str_(value, "name")
+        if not kind or not name:
+            self.problem(path, "reference with kind and name", value)
+            return None
+        group = self.str_(value, "apiGroup")
+        if not group:
+            api_version = self.str_(value, "apiVersion")
+            group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+        return Ref(kind=kind, name=name, api_group=group, namespace=self.str_(value, "namespace"))
+
+
+def string_map(f: Fields, raw: object, path: str) -> dict[str, str]:
+    """A string-to-string map (labels, annotations, nodeInfo); non-string entries are dropped."""
+    value = f.mapping(raw, path)
+    if value is None:
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def bounded(value: str, limit: int = MAX_STRING) -> str:
+    return value if len(value) <= limit else value[:limit]
+
+
+def parse_time(value: object) -> float | None:
+    """RFC3339 (with Z or an offset, optional fraction) → Unix seconds; None when unreadable."""
+    if isinstance(value, datetime):
+        return value.timestamp() if value.tzinfo is not None else None
+    if not isinstance(value, str) or not 10 <= len(value) <= 64:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return parsed.timestamp()
+
+
+def parse_duration(value: str) -> int | None:
+    """A Go ``time.Duration`` string as whole seconds (rounded down); None when unreadable."""
+    text = value.strip()
+    if text in ("0", ""):
+        return 0 if text == "0" else None
+    if len(text) > 64:
+        return None
+    position, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != position:
+            return None
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        position = match.end()
+    if position != len(text):
+        return None
+    return int(total)
