@@ -1,0 +1,125 @@
+"""Resource types the fake API server knows how to install, and manifest loading.
+
+Owns the CRD-like definitions of the Cluster API and Open Cluster Management kinds the exporter
+watches (group, plural, served versions, scope), a guess for unknown kinds (lowercase plural,
+namespaced) and reading YAML/JSON manifests (multi-document, ``kind: List``). It does not serve
+anything; ``server.py`` installs these types and stores the objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.kubeapi.state import ResourceType, version_priority
+
+CAPI = "cluster.x-k8s.io"
+CONTROLPLANE = "controlplane.cluster.x-k8s.io"
+INFRA = "infrastructure.cluster.x-k8s.io"
+BOOTSTRAP = "bootstrap.cluster.x-k8s.io"
+WORK = "work.open-cluster-management.io"
+OCM_CLUSTER = "cluster.open-cluster-management.io"
+
+CAPI_VERSIONS = ("v1beta2", "v1beta1")
+
+
+def _capi(kind: str, plural: str, versions: tuple[str, ...] = CAPI_VERSIONS) -> ResourceType:
+    return ResourceType(CAPI, kind, plural, versions)
+
+
+CAPI_TYPES: tuple[ResourceType, ...] = (
+    _capi("Cluster", "clusters"),
+    _capi("Machine", "machines"),
+    _capi("MachineSet", "machinesets"),
+    _capi("MachineDeployment", "machinedeployments"),
+    _capi("MachinePool", "machinepools"),
+    _capi("MachineHealthCheck", "machinehealthchecks"),
+    _capi("ClusterClass", "clusterclasses"),
+    ResourceType(CONTROLPLANE, "KubeadmControlPlane", "kubeadmcontrolplanes", CAPI_VERSIONS),
+)
+
+INFRA_TYPES: tuple[ResourceType, ...] = (
+    ResourceType(INFRA, "DockerMachinePool", "dockermachinepools", CAPI_VERSIONS),
+    ResourceType(INFRA, "AWSManagedMachinePool", "awsmanagedmachinepools", ("v1beta2",)),
+    ResourceType(INFRA, "AzureMachinePool", "azuremachinepools", ("v1beta1",)),
+)
+
+OCM_TYPES: tuple[ResourceType, ...] = (
+    ResourceType(WORK, "ManifestWorkReplicaSet", "manifestworkreplicasets", ("v1alpha1",)),
+    ResourceType(WORK, "ManifestWork", "manifestworks", ("v1",)),
+    ResourceType(OCM_CLUSTER, "ManagedCluster", "managedclusters", ("v1",), namespaced=False),
+    ResourceType(OCM_CLUSTER, "Placement", "placements", ("v1beta1",)),
+    ResourceType(OCM_CLUSTER, "PlacementDecision", "placementdecisions", ("v1beta1",)),
+)
+
+KNOWN: dict[tuple[str, str], ResourceType] = {
+    (t.group, t.kind): t for t in (*CAPI_TYPES, *INFRA_TYPES, *OCM_TYPES)
+}
+CLUSTER_SCOPED_KINDS = {"ManagedCluster", "ManagedClusterSet", "Namespace", "ClusterManagementAddOn"}
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """``group/version`` → (group, version); core ``v1`` → ("", "v1")."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def pluralize(kind: str) -> str:
+    low = kind.lower()
+    if low.endswith("y") and low[-2:-1] not in "aeiou":
+        return low[:-1] + "ies"
+    if low.endswith(("s", "x", "ch", "sh")):
+        return low + "es"
+    return low + "s"
+
+
+def type_for(api_version: str, kind: str) -> ResourceType:
+    """The resource type for an object: a known one (with every version it serves) or a guess."""
+    group, version = split_api_version(api_version)
+    known = KNOWN.get((group, kind))
+    if known is not None:
+        versions = known.versions if version in known.versions else (*known.versions, version)
+        return ResourceType(group, kind, known.plural, versions, known.namespaced)
+    return ResourceType(group, kind, pluralize(kind), (version,), kind not in CLUSTER_SCOPED_KINDS)
+
+
+def types_for_objects(objects: Iterable[dict[str, Any]]) -> list[ResourceType]:
+    """The resource types needed to serve ``objects``, merging the versions they use."""
+    found: dict[tuple[str, str], ResourceType] = {}
+    for obj in objects:
+        t = type_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        if not t.group:
+            continue  # core kinds are not served by the fake
+        prev = found.get((t.group, t.kind))
+        if prev is not None:
+            versions = tuple(sorted(set(prev.versions) | set(t.versions), key=version_priority))
+            t = ResourceType(t.group, t.kind, t.plural, versions, t.namespaced)
+        found[(t.group, t.kind)] = t
+    return list(found.values())
+
+
+def _flatten(doc: Any) -> Iterator[dict[str, Any]]:
+    if not isinstance(doc, dict):
+        return
+    if doc.get("kind") == "List" or (str(doc.get("kind", "")).endswith("List") and "items" in doc):
+        for item in doc.get("items") or []:
+            yield from _flatten(item)
+    elif doc.get("kind") and doc.get("apiVersion"):
+        yield doc
+
+
+def load_manifests(path: str | Path) -> list[dict[str, Any]]:
+    """Every object in a file or a directory tree of .yaml/.yml/.json files, in a stable order."""
+    root = Path(path)
+    files = [root]
+    if root.is_dir():
+        files = sorted(p for p in root.rglob("*") if p.suffix in {".yaml", ".yml", ".json"})
+    objects: list[dict[str, Any]] = []
+    for file in files:
+        with file.open(encoding="utf-8") as fh:
+            for doc in yaml.safe_load_all(fh):
+                objects.extend(_flatten(doc))
+    return objects

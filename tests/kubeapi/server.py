@@ -1,0 +1,331 @@
+"""An in-process fake Kubernetes API server over real HTTP (aiohttp), for custom resources.
+
+Owns the HTTP surface: discovery (``/apis``, ``/apis/<group>``, ``/apis/<group>/<version>``), list
+(labelSelector, limit/continue, resourceVersion + resourceVersionMatch), watch (from a
+resourceVersion over the bounded history, 410 when too old, BOOKMARKs, ERROR events,
+timeoutSeconds), simple create/update/delete over HTTP, a request log, and fault injection driven
+by the test: error statuses for a while, stalled or dropped watch streams, in-stream errors,
+compaction, expired continue tokens, and the whole server going down and coming back on the same
+port. Object storage and resourceVersion rules live in ``state.py``; kind definitions in
+``catalog.py``. Not a full API server: no admission, no conversion (objects are served as stored,
+with apiVersion set to the requested version), no field selectors, no protobuf.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from tests.kubeapi.catalog import split_api_version, type_for, types_for_objects
+from tests.kubeapi.handlers import HandlersMixin
+from tests.kubeapi.state import ApiError, Event, Obj, ObjectStore, ResourceType, labels_of
+
+REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+@dataclass
+class Fault:
+    """Answer ``status`` to matching requests, ``times`` times (None: until cleared)."""
+
+    status: int
+    target: str  # a kind, a plural, or "discovery"
+    verbs: frozenset[str]
+    namespace: str | None = None
+    times: int | None = None
+    hits: int = 0
+
+    def matches(self, verb: str, target: Iterable[str], namespace: str | None) -> bool:
+        if verb not in self.verbs or self.target not in target:
+            return False
+        return self.namespace is None or self.namespace == namespace
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    verb: str  # discovery | list | watch | get | create | update | delete
+    kind: str
+    namespace: str | None
+    params: dict[str, str]
+
+
+@dataclass(eq=False)
+class Watch:
+    """One open watch stream and the control messages the test can send it."""
+
+    rt: ResourceType
+    version: str
+    namespace: str | None
+    selector: Callable[[dict[str, str]], bool]
+    bookmarks: bool
+    request: web.Request
+    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    stalled: bool = False
+    sent: int = 0
+
+    def translate_initial(self, obj: Obj) -> bool:
+        ns = str(obj.get("metadata", {}).get("namespace", "") or "")
+        return (self.namespace is None or ns == self.namespace) and self.selector(labels_of(obj))
+
+    def translate(self, ev: Event) -> tuple[str, Obj] | None:
+        """The event as this watch sees it: namespace filter, and selector enter/leave as ADDED/DELETED."""
+        if ev.res != self.rt.key or (self.namespace is not None and ev.namespace != self.namespace):
+            return None
+        now = ev.type != "DELETED" and self.selector(labels_of(ev.obj))
+        before = ev.prev is not None and self.selector(labels_of(ev.prev))
+        if ev.type == "DELETED":
+            return ("DELETED", ev.obj) if before else None
+        if now and before:
+            return ("MODIFIED", ev.obj)
+        if now:
+            return ("ADDED", ev.obj)
+        return ("DELETED", ev.obj) if before else None
+
+
+class FakeKubeAPI(HandlersMixin):
+    """The fake API server. Start with ``await api.start()``; ``api.url`` is its base URL."""
+
+    def __init__(
+        self,
+        *,
+        history_limit: int = 10_000,
+        expired_watch_as_event: bool = False,
+        max_watch_timeout: float | None = None,
+        default_watch_timeout: float = 1800.0,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.store = ObjectStore(history_limit=history_limit)
+        self.store.listeners.append(self._on_event)
+        self.resources: dict[tuple[str, str], ResourceType] = {}
+        # True: a watch from a compacted RV gets HTTP 200 and an in-stream ERROR 410 (what
+        # current API servers do); False: the watch request itself fails with HTTP 410.
+        self.expired_watch_as_event = expired_watch_as_event
+        self.max_watch_timeout = max_watch_timeout  # caps timeoutSeconds so tests see closes fast
+        self.default_watch_timeout = default_watch_timeout  # when timeoutSeconds is unset or 0
+        self.host = host
+        self.port = 0
+        self.faults: list[Fault] = []
+        self.requests: list[RequestRecord] = []
+        self.watches: set[Watch] = set()
+        self._runner: web.AppRunner | None = None
+
+    # ---- lifecycle ----
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self, port: int | None = None) -> None:
+        """Listen on ``port`` (default: the previous one, or a free one the first time)."""
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.5, access_log=None)
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port if port is None else port))
+        self.port = sock.getsockname()[1]
+        await web.SockSite(runner, sock).start()
+        self._runner = runner
+
+    async def stop(self) -> None:
+        """Close every connection and stop listening: clients now get connection refused."""
+        for w in list(self.watches):
+            w.queue.put_nowait(("drop",))
+        await asyncio.sleep(0)
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def __aenter__(self) -> FakeKubeAPI:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def write_kubeconfig(self, path: str | Path, token: str = "fake-token") -> Path:
+        from tests.kubeapi.kubeconfig import write_kubeconfig
+
+        return write_kubeconfig(path, self.url, token=token)
+
+    # ---- installed resources ----
+
+    def install(self, *types: ResourceType) -> None:
+        for t in types:
+            self.resources[t.key] = t
+
+    def uninstall(self, *, group: str | None = None, kind: str | None = None) -> None:
+        """Remove CRDs (by group, by kind, or both); their objects disappear and open watches close."""
+        for key, t in list(self.resources.items()):
+            if (group is None or t.group == group) and (kind is None or t.kind == kind):
+                del self.resources[key]
+                self.store.drop_resource(key)
+                for w in list(self.watches):
+                    if w.rt.key == key:
+                        w.queue.put_nowait(("close",))
+
+    def resource(self, kind: str, group: str | None = None) -> ResourceType:
+        for t in self.resources.values():
+            if (t.kind == kind or t.plural == kind) and (group is None or t.group == group):
+                return t
+        raise KeyError(f"resource {kind!r} is not installed")
+
+    # ---- objects (test-side API; changes are visible to watches as with HTTP writes) ----
+
+    def _type_of(self, obj: Obj) -> ResourceType:
+        group, _ = split_api_version(str(obj.get("apiVersion", "")))
+        return self.resource(str(obj.get("kind", "")), group)
+
+    def create(self, obj: Obj) -> Obj:
+        return self.store.create(self._type_of(obj).key, obj)
+
+    def update(self, obj: Obj) -> Obj:
+        obj = dict(obj)
+        obj["metadata"] = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
+        return self.store.update(self._type_of(obj).key, obj)
+
+    def apply(self, obj: Obj) -> Obj:
+        """Create, or update when it exists (last write wins)."""
+        t = self._type_of(obj)
+        meta = obj.get("metadata", {})
+        if self.store.get(t.key, meta.get("namespace", "") or "", meta.get("name", "")) is None:
+            return self.create(obj)
+        return self.update(obj)
+
+    def delete(self, kind: str, namespace: str, name: str, group: str | None = None) -> Obj:
+        return self.store.delete(self.resource(kind, group).key, namespace or "", name)
+
+    def objects(self, kind: str | None = None) -> list[Obj]:
+        """Every stored object of installed resources (of one kind when given)."""
+        out: list[Obj] = []
+        for t in self.resources.values():
+            if kind is None or t.kind == kind:
+                out.extend(self.store.list_at(t.key, None))
+        return out
+
+    def load(self, objects: Iterable[Obj], install: bool = True) -> int:
+        """Install the types ``objects`` need (when ``install``) and apply them all."""
+        objects = list(objects)
+        if install:
+            for t in types_for_objects(objects):
+                known = self.resources.get(t.key)
+                merged = tuple(dict.fromkeys((*(known.versions if known else ()), *t.versions)))
+                self.install(ResourceType(t.group, t.kind, t.plural, merged, t.namespaced))
+        for obj in objects:
+            if type_for(str(obj.get("apiVersion", "")), str(obj.get("kind", ""))).group:
+                self.apply(obj)
+        return len(objects)
+
+    # ---- fault injection ----
+
+    def fail(
+        self,
+        target: str,
+        status: int,
+        *,
+        verbs: Iterable[str] = ("list", "watch", "get"),
+        times: int | None = None,
+        namespace: str | None = None,
+    ) -> Fault:
+        """Answer ``status`` to ``verbs`` on ``target`` (kind, plural or "discovery")."""
+        fault = Fault(status, target, frozenset(verbs), namespace, times)
+        self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+
+    def _watches_of(self, kind: str | None) -> list[Watch]:
+        return [w for w in self.watches if kind is None or kind in (w.rt.kind, w.rt.plural)]
+
+    def stall_watches(self, kind: str | None = None) -> int:
+        """Open watches stop sending anything (events, bookmarks, the timeout close) until dropped."""
+        ws = self._watches_of(kind)
+        for w in ws:
+            w.stalled = True
+        return len(ws)
+
+    def drop_watches(self, kind: str | None = None) -> int:
+        """Abort the TCP connection of open watches (no clean end of stream)."""
+        ws = self._watches_of(kind)
+        for w in ws:
+            w.queue.put_nowait(("drop",))
+        return len(ws)
+
+    def close_watches(self, kind: str | None = None) -> int:
+        """End open watch streams cleanly, as a server-side timeout does."""
+        ws = self._watches_of(kind)
+        for w in ws:
+            w.queue.put_nowait(("close",))
+        return len(ws)
+
+    def watch_error(self, code: int = 410, kind: str | None = None, message: str = "") -> int:
+        """Send an in-stream ERROR event with a Status of ``code``, then end the stream."""
+        reason = REASONS.get(code, "Unknown")
+        if not message:
+            floor = self.store.floor
+            message = f"too old resource version: {floor - 1} ({floor})" if code == 410 else reason
+        ws = self._watches_of(kind)
+        for w in ws:
+            w.queue.put_nowait(("error", code, reason, message))
+        return len(ws)
+
+    def bookmark(self, kind: str | None = None) -> int:
+        """Send a BOOKMARK at the current resourceVersion to open watches that asked for them."""
+        ws = self._watches_of(kind)
+        for w in ws:
+            w.queue.put_nowait(("bookmark", self.store.rv))
+        return len(ws)
+
+    def compact(self) -> None:
+        """Drop the event history: watches from any RV so far get 410; continue tokens expire."""
+        self.store.compact()
+
+    def expire_continue_tokens(self) -> None:
+        self.store.snapshots.clear()
+
+    def open_watches(self, kind: str | None = None) -> int:
+        return len(self._watches_of(kind))
+
+    def count(self, verb: str, kind: str | None = None) -> int:
+        return sum(1 for r in self.requests if r.verb == verb and (kind is None or r.kind == kind))
+
+    def _on_event(self, ev: Event) -> None:
+        for w in self.watches:
+            if w.rt.key == ev.res:
+                w.queue.put_nowait(ev)
+
+    def _check_fault(self, verb: str, target: Iterable[str], namespace: str | None) -> None:
+        target = set(target)
+        for fault in self.faults:
+            if fault.matches(verb, target, namespace):
+                fault.hits += 1
+                if fault.times is not None:
+                    fault.times -= 1
+                    if fault.times <= 0:
+                        self.faults.remove(fault)
+                raise ApiError(fault.status, REASONS.get(fault.status, "Unknown"), "injected failure")
+
+    @staticmethod
+    def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+        return web.Response(
+            body=json.dumps(body).encode(), status=status, content_type="application/json", headers=headers
+        )

@@ -1,0 +1,249 @@
+"""The fake Kubernetes API server (tests/kubeapi) follows the API semantics the kube source relies on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.kubeapi import CAPI_TYPES, OCM_TYPES, FakeKubeAPI, load_manifests
+
+MACHINES = "/apis/cluster.x-k8s.io/v1beta2/namespaces/ns1/machines"
+
+
+def machine(name: str, ns: str = "ns1", **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "Machine",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {"clusterName": "c1"},
+    }
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeKubeAPI]:
+    async with FakeKubeAPI() as server:
+        server.install(*CAPI_TYPES, *OCM_TYPES)
+        yield server
+
+
+@pytest.fixture
+async def http(api: FakeKubeAPI) -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(api.url) as session:
+        yield session
+
+
+async def get(http: aiohttp.ClientSession, path: str, **params: Any) -> tuple[int, Any]:
+    async with http.get(path, params={k: str(v) for k, v in params.items()}) as resp:
+        return resp.status, await resp.json()
+
+
+async def read_events(resp: aiohttp.ClientResponse, n: int, timeout: float = 2.0) -> list[dict[str, Any]]:
+    out = []
+    for _ in range(n):
+        line = await asyncio.wait_for(resp.content.readline(), timeout)
+        if not line:
+            break
+        out.append(json.loads(line))
+    return out
+
+
+async def test_discovery_follows_installed_crds(api: FakeKubeAPI, http: aiohttp.ClientSession) -> None:
+    status, doc = await get(http, "/apis/cluster.x-k8s.io")
+    assert status == 200
+    assert doc["preferredVersion"]["version"] == "v1beta2"
+    status, doc = await get(http, "/apis/cluster.x-k8s.io/v1beta1")
+    kinds = {r["kind"]: r for r in doc["resources"] if "/" not in r["name"]}
+    assert kinds["Machine"]["name"] == "machines" and kinds["Machine"]["namespaced"] is True
+    _, doc = await get(http, "/apis/cluster.open-cluster-management.io/v1")
+    assert {r["kind"]: r["namespaced"] for r in doc["resources"]}["ManagedCluster"] is False
+    api.uninstall(group="work.open-cluster-management.io")
+    assert (await get(http, "/apis/work.open-cluster-management.io"))[0] == 404
+    _, doc = await get(http, "/apis")
+    assert "work.open-cluster-management.io" not in {g["name"] for g in doc["groups"]}
+
+
+async def test_list_pages_are_one_consistent_snapshot(api: FakeKubeAPI, http: aiohttp.ClientSession) -> None:
+    for i in range(5):
+        api.create(machine(f"m{i}"))
+    status, page1 = await get(http, MACHINES, limit=2)
+    assert status == 200 and [o["metadata"]["name"] for o in page1["items"]] == ["m0", "m1"]
+    assert page1["metadata"]["remainingItemCount"] == 3
+    assert page1["items"][0]["apiVersion"] == "cluster.x-k8s.io/v1beta2"  # served at the requested version
+    api.delete("Machine", "ns1", "m3")  # after the first page: the list still shows the snapshot
+    token = page1["metadata"]["continue"]
+    _, page2 = await get(http, MACHINES, limit=2, **{"continue": token})
+    _, page3 = await get(http, MACHINES, limit=2, **{"continue": page2["metadata"]["continue"]})
+    names = [o["metadata"]["name"] for o in page2["items"] + page3["items"]]
+    assert names == ["m2", "m3", "m4"] and "continue" not in page3["metadata"]
+    assert page3["metadata"]["resourceVersion"] == page1["metadata"]["resourceVersion"]
+
+
+async def test_continue_token_expires_with_410(api: FakeKubeAPI, http: aiohttp.ClientSession) -> None:
+    for i in range(3):
+        api.create(machine(f"m{i}"))
+    _, page1 = await get(http, MACHINES, limit=1)
+    api.expire_continue_tokens()
+    status, body = await get(http, MACHINES, limit=1, **{"continue": page1["metadata"]["continue"]})
+    assert status == 410 and body["kind"] == "Status" and body["reason"] == "Expired"
+
+
+async def test_list_at_exact_resource_version(api: FakeKubeAPI, http: aiohttp.ClientSession) -> None:
+    api.create(machine("a"))
+    rv = api.store.rv
+    api.create(machine("b"))
+    api.delete("Machine", "ns1", "a")
+    _, exact = await get(http, MACHINES, limit=10, resourceVersion=rv, resourceVersionMatch="Exact")
+    assert [o["metadata"]["name"] for o in exact["items"]] == ["a"]
+    _, newer = await get(http, MACHINES, resourceVersion=rv, resourceVersionMatch="NotOlderThan")
+    assert [o["metadata"]["name"] for o in newer["items"]] == ["b"]
+    assert (await get(http, MACHINES, resourceVersion=api.store.rv + 5))[0] == 504
+    api.compact()
+    assert (await get(http, MACHINES, limit=10, resourceVersion=rv, resourceVersionMatch="Exact"))[0] == 410
+
+
+async def test_label_selectors(api: FakeKubeAPI, http: aiohttp.ClientSession) -> None:
+    api.create(machine("a", role="cp", tier="x"))
+    api.create(machine("b", role="worker"))
+    api.create(machine("c"))
+
+    async def names(selector: str) -> list[str]:
+        _, body = await get(http, MACHINES, labelSelector=selector)
+        return [o["metadata"]["name"] for o in body["items"]]
+
+    assert await names("role=cp") == ["a"]
+    assert await names("role!=cp") == ["b", "c"]
+    assert await names("role") == ["a", "b"]
+    assert await names("!role") == ["c"]
+    assert await names("role in (cp,worker),tier") == ["a"]
+
+
+async def test_watch_replays_history_then_streams_and_times_out(
+    api: FakeKubeAPI, http: aiohttp.ClientSession
+) -> None:
+    api.create(machine("a"))
+    _, listed = await get(http, MACHINES)
+    api.create(machine("b"))
+    params = {"watch": "true", "resourceVersion": listed["metadata"]["resourceVersion"]}
+    params |= {"allowWatchBookmarks": "true", "timeoutSeconds": "1"}
+    async with http.get(MACHINES, params=params) as resp:
+        assert resp.status == 200
+        (added,) = await read_events(resp, 1)
+        assert added["type"] == "ADDED" and added["object"]["metadata"]["name"] == "b"
+        api.update({**machine("b", role="x")})
+        api.delete("Machine", "ns1", "a")
+        api.bookmark()
+        events = await read_events(resp, 3)
+        assert [e["type"] for e in events] == ["MODIFIED", "DELETED", "BOOKMARK"]
+        assert events[2]["object"]["metadata"]["resourceVersion"] == str(api.store.rv)
+        rest = await read_events(resp, 5)  # the timeout ends the stream after a last bookmark
+        assert [e["type"] for e in rest] == ["BOOKMARK"]
+
+
+async def test_watch_selector_turns_label_changes_into_added_and_deleted(
+    api: FakeKubeAPI, http: aiohttp.ClientSession
+) -> None:
+    params = {"watch": "1", "resourceVersion": str(api.store.rv), "labelSelector": "keep"}
+    async with http.get(MACHINES, params=params) as resp:
+        api.create(machine("a"))
+        api.update(machine("a", keep="yes"))
+        api.update(machine("a"))
+        events = await read_events(resp, 2)
+    assert [e["type"] for e in events] == ["ADDED", "DELETED"]
+
+
+async def test_too_old_watch_is_410_as_http_or_in_stream(
+    api: FakeKubeAPI, http: aiohttp.ClientSession
+) -> None:
+    api.create(machine("a"))
+    old = api.store.rv
+    api.create(machine("b"))
+    api.compact()
+    status, body = await get(http, MACHINES, watch="true", resourceVersion=old)
+    assert status == 410 and body["code"] == 410
+    api.expired_watch_as_event = True
+    async with http.get(MACHINES, params={"watch": "true", "resourceVersion": str(old)}) as resp:
+        assert resp.status == 200
+        (err,) = await read_events(resp, 2)
+    assert err["type"] == "ERROR" and err["object"]["code"] == 410
+
+
+async def test_history_limit_compacts_old_events() -> None:
+    async with FakeKubeAPI(history_limit=2) as api:
+        api.install(*CAPI_TYPES)
+        start = api.store.rv
+        for i in range(4):
+            api.create(machine(f"m{i}"))
+        async with aiohttp.ClientSession(api.url) as http:
+            assert (await get(http, MACHINES, watch="true", resourceVersion=start))[0] == 410
+            params = {"watch": "true", "resourceVersion": str(api.store.rv - 2), "timeoutSeconds": "1"}
+            async with http.get(MACHINES, params=params) as resp:
+                assert len(await read_events(resp, 2)) == 2
+
+
+async def test_faults_errors_stalls_and_drops(api: FakeKubeAPI, http: aiohttp.ClientSession) -> None:
+    api.fail("Machine", 429, verbs=["list"], times=1)
+    status, body = await get(http, MACHINES)
+    assert status == 429 and body["reason"] == "TooManyRequests"
+    assert (await get(http, MACHINES))[0] == 200
+    api.fail("machines", 403)
+    assert (await get(http, MACHINES))[0] == 403
+    api.clear_faults()
+    params = {"watch": "true", "resourceVersion": str(api.store.rv)}
+    async with http.get(MACHINES, params=params) as resp:
+        await asyncio.sleep(0.01)
+        assert api.stall_watches("Machine") == 1
+        api.create(machine("a"))
+        with pytest.raises(TimeoutError):
+            await read_events(resp, 1, timeout=0.2)
+        api.drop_watches()
+        with pytest.raises(aiohttp.ClientError):
+            await read_events(resp, 1)
+    async with http.get(MACHINES, params=params) as resp:
+        await asyncio.sleep(0.01)
+        api.watch_error(500)
+        events = await read_events(resp, 3)
+    assert events[-1]["type"] == "ERROR" and events[-1]["object"]["code"] == 500
+
+
+async def test_down_and_up_on_the_same_port(api: FakeKubeAPI) -> None:
+    port = api.port
+    await api.stop()
+    async with aiohttp.ClientSession() as http:
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await http.get(f"http://127.0.0.1:{port}/apis")
+        await api.start()
+        assert api.port == port
+        async with http.get(f"{api.url}/apis") as resp:
+            assert resp.status == 200
+
+
+async def test_http_writes_and_cluster_scoped_paths(api: FakeKubeAPI, http: aiohttp.ClientSession) -> None:
+    mc = {"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster"}
+    mc["metadata"] = {"name": "s1"}
+    path = "/apis/cluster.open-cluster-management.io/v1/managedclusters"
+    async with http.post(path, json=mc) as resp:
+        assert resp.status == 201
+    assert [o["metadata"]["name"] for o in (await get(http, path))[1]["items"]] == ["s1"]
+    async with http.delete(f"{path}/s1") as resp:
+        assert resp.status == 200
+    assert api.objects("ManagedCluster") == []
+
+
+def test_manifest_loading_handles_lists_and_multi_documents(tmp_path: Any) -> None:
+    (tmp_path / "a.yaml").write_text(
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: cluster.x-k8s.io/v1beta1\n  kind: Cluster\n"
+        "  metadata: {name: c1, namespace: ns}\n---\n"
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: FooMachinePool\n"
+        "metadata: {name: p, namespace: ns}\n"
+    )
+    objects = load_manifests(tmp_path)
+    assert [o["kind"] for o in objects] == ["Cluster", "FooMachinePool"]
+    api = FakeKubeAPI()
+    api.load(objects)
+    assert api.resource("FooMachinePool").plural == "foomachinepools"
+    assert api.resource("Cluster").versions == ("v1beta2", "v1beta1")
