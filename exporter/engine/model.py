@@ -317,6 +317,11 @@ class PlacementSummary:
     name: str
     available_decision_groups: str = ""
     summary: RolloutSummary = RolloutSummary()
+    # availableDecisionGroups is free text "<groups> (<applied> / <selected> clusters applied)";
+    # its three numbers, None when the text has another shape.
+    decision_groups: int | None = None
+    applied_clusters: int | None = None
+    selected_clusters: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,12 +339,15 @@ class ManifestWorkReplicaSet(Base):
     placement_summaries: tuple[PlacementSummary, ...] = ()
     uses_legacy_applied_key: bool = False  # summary written as "Applied" (ocm v1.0.x)
     template_has_progressing_rule: bool | None = None  # None: template not readable
+    spec_hash: str = ""  # of the template's workload + manifestConfigs; "" when unreadable
+    status_reported: bool = True  # status.summary or status.conditions present
 
 
 @dataclass(frozen=True, slots=True)
 class ManifestWork(Base):
     owner: str = ""  # label work.open-cluster-management.io/manifestworkreplicaset (<ns>.<name>)
     placement_name: str = ""  # label work.open-cluster-management.io/placementname
+    spec_hash: str = ""  # of spec.workload + spec.manifestConfigs, comparable with the MWRS's
 
 
 @dataclass(frozen=True, slots=True)
