@@ -1,0 +1,298 @@
+"""The Cluster API families, per kind: the kube-state-metrics configuration Cluster API ships
+(same names and labels), then this exporter's extensions.
+
+Owns which families each CAPI kind has and how each is read from a projection and its Result.
+Owns no formatting (``exposition``), no caching (``renderer``) and no condition logic (the engine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from exporter.engine.model import (
+    Cluster,
+    ClusterClass,
+    KubeadmControlPlane,
+    Machine,
+    MachineDeployment,
+    MachineHealthCheck,
+    MachinePool,
+    MachineSet,
+    Ref,
+)
+from exporter.metrics.common import (
+    condition_families,
+    counter_family,
+    field_family,
+    findings_family,
+    info_family,
+    int_or_percent,
+    metadata_families,
+    phase_family,
+)
+from exporter.metrics.exposition import Sample
+from exporter.metrics.spec import FamilySpec, KindSpec, Subject, family
+
+FINDINGS = findings_family("capi_finding", "Cluster API", with_cluster=True)
+IDENTITY = ("name", "namespace", "uid", "cluster_name")
+# Cluster and ClusterClass carry no cluster_name label in the kube-state-metrics configuration.
+IDENTITY_NO_CLUSTER = ("name", "namespace", "uid")
+
+REPLICA_COUNTERS = (
+    ("status_replicas", "replicas", "The number of replicas (status.replicas)."),
+    ("status_replicas_ready", "readyReplicas", "The number of ready replicas (Ready condition True)."),
+    ("status_replicas_available", "availableReplicas", "The number of available replicas."),
+    ("status_replicas_uptodate", "upToDateReplicas", "The number of up-to-date replicas."),
+)
+MACHINE_PHASES = (
+    "Pending", "Provisioning", "Provisioned", "Running", "Updating", "Deleting", "Deleted", "Failed",
+    "Unknown",
+)
+CLUSTER_PHASES = ("Pending", "Provisioning", "Provisioned", "Deleting", "Failed", "Unknown")
+MD_PHASES = ("ScalingUp", "ScalingDown", "Running", "Failed", "Unknown")
+# The upstream list misses phases the MachinePool controller sets; extra states add series but
+# change no existing one.
+MP_PHASES = (*MD_PHASES, "Pending", "Provisioning", "Provisioned", "Scaling", "Deleting")
+
+
+def _ref(ref: Ref | None) -> tuple[str, str]:
+    return (ref.kind, ref.name) if ref is not None else ("", "")
+
+
+def _replicas(prefix: str, kind: str) -> tuple[FamilySpec, ...]:
+    return tuple(
+        counter_family(f"{prefix}_{suffix}", f"{text[:-1]} of a {kind}.", key, compat=True)
+        for suffix, key, text in REPLICA_COUNTERS
+    )
+
+
+def _spec_replicas(prefix: str, kind: str) -> FamilySpec:
+    return field_family(
+        f"{prefix}_spec_replicas", f"The desired number of replicas of a {kind} (spec.replicas).",
+        "spec.replicas", lambda o: o.replicas, compat=True,
+    )
+
+
+def _common(prefix: str, kind: str) -> tuple[FamilySpec, ...]:
+    return (*condition_families(prefix, kind), *metadata_families(prefix, kind), FINDINGS)
+
+
+# ---- Cluster -----------------------------------------------------------------------------------
+
+def _cluster_info(o: Cluster) -> tuple[str, ...]:
+    port = str(o.control_plane_endpoint_port) if o.control_plane_endpoint_port is not None else ""
+    return (
+        o.control_plane_endpoint_host, port, *_ref(o.control_plane_ref), *_ref(o.infrastructure_ref),
+        o.topology_class, o.topology_class_namespace if o.topology_class else "", o.topology_version,
+    )
+
+
+def _cluster_counters() -> Iterable[FamilySpec]:
+    for part, label in (("controlPlane", "controlplane"), ("workers", "workers")):
+        yield counter_family(
+            f"capi_cluster_status_{label}_desired_replicas",
+            f"The desired number of {part} replicas of a Cluster (status.{part}.desiredReplicas).",
+            f"{part}.desiredReplicas",
+        )
+        for suffix, key, text in REPLICA_COUNTERS:
+            yield counter_family(
+                f"capi_cluster_status_{label}_{suffix.removeprefix('status_')}",
+                f"{text[:-1].replace('replicas', f'{part} replicas', 1)} of a Cluster (status.{part}.{key}).",
+                f"{part}.{key}",
+            )
+
+
+CLUSTER = KindSpec("Cluster", "capi_cluster", IDENTITY_NO_CLUSTER, (
+    info_family(
+        "capi_cluster_info", "Information about a Cluster.",
+        ("control_plane_endpoint_host", "control_plane_endpoint_port", "control_plane_reference_kind",
+         "control_plane_reference_name", "infrastructure_reference_kind", "infrastructure_reference_name",
+         "topology_classref_name", "topology_classref_namespace", "topology_version"),
+        _cluster_info, "spec",
+    ),
+    field_family(
+        "capi_cluster_spec_paused", "Whether a Cluster is paused (spec.paused).", "spec.paused",
+        lambda o: float(o.spec_paused), compat=True,
+    ),
+    phase_family("capi_cluster", "Cluster", CLUSTER_PHASES),
+    *_cluster_counters(),
+    *_common("capi_cluster", "Cluster"),
+))
+
+# ---- ClusterClass ------------------------------------------------------------------------------
+
+CLUSTERCLASS = KindSpec("ClusterClass", "capi_clusterclass", IDENTITY_NO_CLUSTER, (
+    info_family("capi_clusterclass_info", "Information about a ClusterClass.", (), lambda o: (), "metadata"),
+    *_common("capi_clusterclass", "ClusterClass"),
+))
+
+# ---- KubeadmControlPlane -----------------------------------------------------------------------
+
+KCP = KindSpec("KubeadmControlPlane", "capi_kubeadmcontrolplane", IDENTITY, (
+    info_family(
+        "capi_kubeadmcontrolplane_info", "Information about a KubeadmControlPlane.", ("version",),
+        lambda o: (o.version,), "spec.version",
+    ),
+    _spec_replicas("capi_kubeadmcontrolplane", "KubeadmControlPlane"),
+    field_family(
+        "capi_kubeadmcontrolplane_spec_strategy_rollingupdate_max_surge",
+        "The maximum surge of a KubeadmControlPlane rollout (a percentage reads as a fraction).",
+        "spec.rollout.strategy.rollingUpdate.maxSurge", lambda o: int_or_percent(o.max_surge), compat=True,
+    ),
+    *_replicas("capi_kubeadmcontrolplane", "KubeadmControlPlane"),
+    *_common("capi_kubeadmcontrolplane", "KubeadmControlPlane"),
+))
+
+# ---- MachineDeployment / MachineSet ------------------------------------------------------------
+
+_TEMPLATE_LABELS = (
+    "version", "bootstrap_reference_kind", "bootstrap_reference_name", "infrastructure_reference_kind",
+    "infrastructure_reference_name",
+)
+
+
+def _template_info(o: MachineDeployment | MachineSet) -> tuple[str, ...]:
+    return (o.version, *_ref(o.bootstrap_ref), *_ref(o.infrastructure_ref))
+
+
+MD = KindSpec("MachineDeployment", "capi_machinedeployment", IDENTITY, (
+    info_family(
+        "capi_machinedeployment_info", "Information about a MachineDeployment.", _TEMPLATE_LABELS,
+        _template_info, "spec.template.spec",
+    ),
+    field_family(
+        "capi_machinedeployment_spec_paused", "Whether a MachineDeployment is paused (spec.paused).",
+        "spec.paused", lambda o: float(o.spec_paused), compat=True,
+    ),
+    _spec_replicas("capi_machinedeployment", "MachineDeployment"),
+    field_family(
+        "capi_machinedeployment_spec_strategy_rollingupdate_max_surge",
+        "The maximum surge of a MachineDeployment rollout (a percentage reads as a fraction).",
+        "spec.rollout.strategy.rollingUpdate.maxSurge",
+        lambda o: int_or_percent(o.rolling_update.max_surge), compat=True,
+    ),
+    field_family(
+        "capi_machinedeployment_spec_strategy_rollingupdate_max_unavailable",
+        "The maximum unavailable replicas of a MachineDeployment rollout (a percentage reads as a fraction).",
+        "spec.rollout.strategy.rollingUpdate.maxUnavailable",
+        lambda o: int_or_percent(o.rolling_update.max_unavailable), compat=True,
+    ),
+    phase_family("capi_machinedeployment", "MachineDeployment", MD_PHASES),
+    *_replicas("capi_machinedeployment", "MachineDeployment"),
+    *_common("capi_machinedeployment", "MachineDeployment"),
+))
+
+MS = KindSpec("MachineSet", "capi_machineset", IDENTITY, (
+    info_family(
+        "capi_machineset_info", "Information about a MachineSet.", _TEMPLATE_LABELS, _template_info,
+        "spec.template.spec",
+    ),
+    _spec_replicas("capi_machineset", "MachineSet"),
+    *_replicas("capi_machineset", "MachineSet"),
+    *_common("capi_machineset", "MachineSet"),
+))
+
+# ---- MachinePool -------------------------------------------------------------------------------
+
+MP = KindSpec("MachinePool", "capi_machinepool", IDENTITY, (
+    info_family(
+        "capi_machinepool_info", "Information about a MachinePool.",
+        ("version", "bootstrap_configuration_reference_kind", "bootstrap_configuration_reference_name",
+         "infrastructure_reference_kind", "infrastructure_reference_name", "failure_domain"),
+        lambda o: (
+            o.version, *_ref(o.bootstrap_ref), *_ref(o.infrastructure_ref), ",".join(o.failure_domains),
+        ),
+        "spec.template.spec",
+    ),
+    _spec_replicas("capi_machinepool", "MachinePool"),
+    phase_family("capi_machinepool", "MachinePool", MP_PHASES),
+    *_replicas("capi_machinepool", "MachinePool"),
+    *_common("capi_machinepool", "MachinePool"),
+))
+
+# ---- Machine -----------------------------------------------------------------------------------
+
+_NODE_INFO = ("containerRuntimeVersion", "kernelVersion", "kubeProxyVersion", "kubeletVersion", "osImage")
+
+
+def _machine_info(o: Machine) -> tuple[str, ...]:
+    node = tuple(o.node_info.get(k, "") for k in _NODE_INFO)
+    return (
+        *_ref(o.bootstrap_ref), *node, o.control_plane_name, o.failure_domain, *_ref(o.infrastructure_ref),
+        o.provider_id, o.version,
+    )
+
+
+def _addresses(s: Subject[Machine]) -> Iterable[Sample]:
+    # The same address may be listed under two types; one series per distinct pair.
+    return [((address, type_), 1.0) for type_, address in dict.fromkeys(s.obj.addresses)]
+
+
+def _noderef(s: Subject[Machine]) -> Iterable[Sample]:
+    return [((s.obj.node_name,), 1.0)] if s.obj.node_name else []
+
+
+MACHINE = KindSpec("Machine", "capi_machine", IDENTITY, (
+    info_family(
+        "capi_machine_info", "Information about a Machine.",
+        ("bootstrap_reference_kind", "bootstrap_reference_name", "container_runtime_version",
+         "kernel_version", "kube_proxy_version", "kubelet_version", "os_image", "control_plane_name",
+         "failure_domain", "infrastructure_reference_kind", "infrastructure_reference_name", "provider_id",
+         "version"),
+        _machine_info, "spec, status.nodeInfo",
+    ),
+    family(
+        "capi_machine_addresses", "The addresses of a Machine (status.addresses).", "info",
+        ("address", "type"), "status.addresses", _addresses, compat=True,
+    ),
+    family(
+        "capi_machine_status_noderef", "The Node a Machine is linked to (status.nodeRef).", "info",
+        ("node_name",), "status.nodeRef.name", _noderef, compat=True,
+    ),
+    field_family(
+        "capi_machine_status_certificatesexpirydate",
+        "The expiry of a control plane Machine's certificates, in Unix seconds.",
+        "status.certificatesExpiryDate", lambda o: o.certificates_expiry, compat=True,
+    ),
+    phase_family("capi_machine", "Machine", MACHINE_PHASES),
+    *_common("capi_machine", "Machine"),
+))
+
+# ---- MachineHealthCheck ------------------------------------------------------------------------
+
+
+def _mhc_info(o: MachineHealthCheck) -> tuple[str, ...]:
+    lte = o.unhealthy_less_than_or_equal_to
+    return (o.unhealthy_in_range, "" if lte is None else str(lte))
+
+
+def _mhc_field(suffix: str, attr: str, text: str) -> FamilySpec:
+    def read(o: Any) -> float | None:
+        value = getattr(o, attr)
+        return None if value is None else float(value)
+
+    return field_family(f"capi_machinehealthcheck_{suffix}", text, f"status.{attr}", read, compat=True)
+
+
+MHC = KindSpec("MachineHealthCheck", "capi_machinehealthcheck", IDENTITY, (
+    info_family(
+        "capi_machinehealthcheck_info", "Information about a MachineHealthCheck.",
+        ("remediation_triggerif_unhealthyinrange", "remediation_triggerif_unhealthylessthanorequalto"),
+        _mhc_info, "spec.remediation.triggerIf",
+    ),
+    _mhc_field("status_current_healthy", "current_healthy",
+               "The number of healthy Machines a MachineHealthCheck targets (status.currentHealthy)."),
+    _mhc_field("status_expected_machines", "expected_machines",
+               "The number of Machines a MachineHealthCheck targets (status.expectedMachines)."),
+    _mhc_field("status_remediations_allowed", "remediations_allowed",
+               "The number of further remediations a MachineHealthCheck allows "
+               "(status.remediationsAllowed)."),
+    *_common("capi_machinehealthcheck", "MachineHealthCheck"),
+))
+
+KINDS: tuple[KindSpec, ...] = (CLUSTER, CLUSTERCLASS, KCP, MD, MS, MP, MACHINE, MHC)
+PROJECTIONS: dict[type[Any], KindSpec] = {
+    Cluster: CLUSTER, ClusterClass: CLUSTERCLASS, KubeadmControlPlane: KCP, MachineDeployment: MD,
+    MachineSet: MS, MachinePool: MP, Machine: MACHINE, MachineHealthCheck: MHC,
+}

@@ -1,0 +1,205 @@
+"""Families every kind shares, built for a given name prefix, and small extractor helpers.
+
+Owns the condition families (the kube-state-metrics state set and transition time, plus the
+reason, computed and mismatch extensions), creation and deletion timestamps, the paused
+annotation, phase state sets, counters read from a Result and findings. Owns no per-kind list
+(``capi``, ``ocm``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from exporter.engine.model import Status
+from exporter.metrics.exposition import Sample
+from exporter.metrics.reasons import bounded_reason
+from exporter.metrics.spec import FamilySpec, Subject, family
+
+PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
+STATUSES = (Status.TRUE.value, Status.FALSE.value, Status.UNKNOWN.value)
+
+
+def _conditions(s: Subject[Any]) -> Iterable[Sample]:
+    for eff in s.effective:
+        current = eff.condition.status.value
+        for status in STATUSES:
+            yield (eff.condition.type, status), 1.0 if status == current else 0.0
+
+
+def _transition_times(s: Subject[Any]) -> Iterable[Sample]:
+    for eff in s.effective:
+        c = eff.condition
+        if c.last_transition_time is not None:
+            yield (c.type, c.status.value), c.last_transition_time
+
+
+def _reasons(s: Subject[Any]) -> Iterable[Sample]:
+    for eff in s.effective:
+        yield (eff.condition.type, bounded_reason(eff.condition.type, eff.condition.reason)), 1.0
+
+
+def _computed(s: Subject[Any]) -> Iterable[Sample]:
+    for eff in s.effective:
+        yield (eff.condition.type,), 1.0 if eff.computed else 0.0
+
+
+def _mismatch(s: Subject[Any]) -> Iterable[Sample]:
+    for eff in s.effective:
+        if eff.mismatch is not None:
+            yield (eff.condition.type,), 1.0 if eff.mismatch else 0.0
+
+
+def _created(s: Subject[Any]) -> Iterable[Sample]:
+    ts = s.obj.meta.creation_timestamp
+    return [((), ts)] if ts is not None else []
+
+
+def _deletion(s: Subject[Any]) -> Iterable[Sample]:
+    ts = s.obj.meta.deletion_timestamp
+    return [((), ts)] if ts is not None else []
+
+
+def _paused_annotation(s: Subject[Any]) -> Iterable[Sample]:
+    if not s.obj.paused_annotation:
+        return []
+    return [((s.obj.meta.annotations.get(PAUSED_ANNOTATION, "true"),), 1.0)]
+
+
+def condition_families(prefix: str, kind: str) -> tuple[FamilySpec, ...]:
+    return (
+        family(
+            f"{prefix}_status_condition",
+            f"The current status of each condition of a {kind}: the controller's v1beta2 condition, "
+            "or the exporter's computed one where the controller reports none.",
+            "stateset", ("type", "status"), "status.conditions (effective)", _conditions, compat=True,
+        ),
+        family(
+            f"{prefix}_status_condition_last_transition_time",
+            f"The lastTransitionTime of each effective condition of a {kind}, in Unix seconds.",
+            "gauge", ("type", "status"), "status.conditions[].lastTransitionTime", _transition_times,
+            compat=True,
+        ),
+        family(
+            f"{prefix}_status_condition_reason",
+            f"The reason of each effective condition of a {kind} (bounded; unlisted reasons read Other).",
+            "info", ("type", "reason"), "status.conditions[].reason", _reasons,
+        ),
+        family(
+            f"{prefix}_status_condition_computed",
+            f"1 when a {kind} condition is computed by the exporter because the controller reports "
+            "none of that type, 0 when it is the controller's own.",
+            "gauge", ("type",), "engine", _computed,
+        ),
+        family(
+            f"{prefix}_status_condition_mismatch",
+            f"1 when the status the controller reports for a {kind} condition differs from the "
+            "status the exporter computes for it; only for types both sides have.",
+            "gauge", ("type",), "engine vs status.conditions", _mismatch,
+        ),
+    )
+
+
+def metadata_families(prefix: str, kind: str, *, paused_annotation: bool = True) -> tuple[FamilySpec, ...]:
+    out = [
+        family(
+            f"{prefix}_created", f"Unix creation timestamp of a {kind}.", "gauge", (),
+            "metadata.creationTimestamp", _created, compat=True,
+        ),
+        family(
+            f"{prefix}_deletion_timestamp_seconds",
+            f"Unix time the deletion of a {kind} was requested; absent while not deleting "
+            "(time() minus it is the deletion age).",
+            "gauge", (), "metadata.deletionTimestamp", _deletion,
+        ),
+    ]
+    if paused_annotation:
+        out.append(
+            family(
+                f"{prefix}_annotation_paused",
+                f"Whether a {kind} carries the cluster.x-k8s.io/paused annotation "
+                "(series only when present).",
+                "info", ("paused_value",), "metadata.annotations['cluster.x-k8s.io/paused']",
+                _paused_annotation, compat=True,
+            )
+        )
+    return tuple(out)
+
+
+def phase_family(prefix: str, kind: str, phases: Sequence[str], *, compat: bool = True) -> FamilySpec:
+    def extract(s: Subject[Any]) -> Iterable[Sample]:
+        phase = s.result.phase if s.result.phase is not None else getattr(s.obj, "phase", "")
+        if not phase:
+            return []
+        return [((p,), 1.0 if p == phase else 0.0) for p in phases]
+
+    return family(
+        f"{prefix}_status_phase",
+        f"The phase of a {kind}, one series per known phase ({', '.join(phases)}).",
+        "stateset", ("phase",), "status.phase", extract, compat=compat,
+    )
+
+
+def counter_family(name: str, help_text: str, key: str, *, compat: bool = False) -> FamilySpec:
+    """A gauge read from ``Result.counters[key]``; absent while the counter is unset (never 0)."""
+
+    def extract(s: Subject[Any]) -> Iterable[Sample]:
+        value = s.result.counters.get(key)
+        return [((), float(value))] if value is not None else []
+
+    return family(name, help_text, "gauge", (), f"status.{key}", extract, compat=compat)
+
+
+def field_family(
+    name: str, help_text: str, source: str, read: Callable[[Any], float | None], *, compat: bool = False
+) -> FamilySpec:
+    """A gauge read from one projection field; absent while unset."""
+
+    def extract(s: Subject[Any]) -> Iterable[Sample]:
+        value = read(s.obj)
+        return [((), float(value))] if value is not None else []
+
+    return family(name, help_text, "gauge", (), source, extract, compat=compat)
+
+
+def info_family(
+    name: str, help_text: str, labels: Sequence[str], read: Callable[[Any], Sequence[str]], source: str,
+    *, compat: bool = True,
+) -> FamilySpec:
+    def extract(s: Subject[Any]) -> Iterable[Sample]:
+        return [(tuple(read(s.obj)), 1.0)]
+
+    return family(name, help_text, "info", labels, source, extract, compat=compat)
+
+
+def findings_family(name: str, domain: str, with_cluster: bool) -> FamilySpec:
+    """Findings of any kind of one domain in one family, one series per (code, severity)."""
+    labels = ("kind", "namespace", "name", *(("cluster_name",) if with_cluster else ()), "code", "severity")
+
+    def extract(s: Subject[Any]) -> Iterable[Sample]:
+        meta = s.obj.meta
+        ident = (meta.kind, meta.namespace, meta.name, *((s.obj.cluster_name,) if with_cluster else ()))
+        # Several findings may share a code (one per malformed field): their count is the value.
+        counts = Counter((f.code, f.severity) for f in s.result.findings)
+        return [((*ident, code, severity), float(n)) for (code, severity), n in sorted(counts.items())]
+
+    return family(
+        name,
+        f"Problems the exporter found with a {domain} object that its own status does not say "
+        "(contract violations, malformed fields, misconfigurations): the number of findings per code.",
+        "gauge", labels, "engine findings", extract, identity=False,
+    )
+
+
+def int_or_percent(value: int | str | None) -> float | None:
+    """kube-state-metrics reads "25%" as 0.25 and 1 as 1; the same here, for drop-in dashboards."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return float(value)
+    text = value.strip()
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        return None

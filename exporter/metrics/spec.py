@@ -1,0 +1,132 @@
+"""The shapes of the catalog: a family declared as data, a kind's identity, what extractors read.
+
+Owns ``FamilySpec`` (name, help, type, labels, source, extractor), ``KindSpec`` (which families
+an object of one kind has and which identity labels prefix them), ``Subject`` (one object with
+its Result and effective conditions, built once per render) and the effective-condition rule.
+Owns no family list (``capi``, ``ocm``, ``catalog``) and no text formatting (``exposition``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from exporter.engine.model import Base, Condition, Result
+from exporter.metrics.exposition import Sample
+
+MetricType = Literal["gauge", "info", "stateset", "counter"]
+P = TypeVar("P", bound=Base)
+
+# The text format 0.0.4 knows gauge and counter only; info and state sets are gauges there.
+EXPOSITION_TYPE: dict[str, str] = {
+    "gauge": "gauge", "info": "gauge", "stateset": "gauge", "counter": "counter",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Effective:
+    """The condition a type carries in the metrics: reported, else computed."""
+
+    condition: Condition
+    computed: bool  # True when the controller reports no condition of this type
+    mismatch: bool | None  # reported and computed status differ; None when only one side exists
+
+
+@dataclass(frozen=True, slots=True)
+class Subject(Generic[P]):
+    """One object as the extractors see it."""
+
+    obj: P
+    result: Result
+    effective: tuple[Effective, ...]
+
+
+Extractor = Callable[[Subject[Any]], Iterable[Sample]]
+
+
+@dataclass(frozen=True, slots=True)
+class FamilySpec:
+    """One metric family. ``labels`` follow the kind's identity labels unless ``identity`` is False."""
+
+    name: str
+    help: str
+    type: MetricType
+    labels: tuple[str, ...]
+    source: str  # where the value comes from, for the reference docs
+    extract: Extractor
+    compat: bool = False  # same name and labels as the kube-state-metrics config Cluster API ships
+    identity: bool = True
+
+    @property
+    def exposition_type(self) -> str:
+        return EXPOSITION_TYPE[self.type]
+
+
+@dataclass(frozen=True, slots=True)
+class KindSpec:
+    """The families one kind of object is rendered into."""
+
+    kind: str
+    prefix: str
+    identity: tuple[str, ...]
+    families: tuple[FamilySpec, ...]
+
+
+def identity_values(spec: KindSpec, obj: Base) -> tuple[str, ...]:
+    meta = obj.meta
+    values = {
+        "name": meta.name, "namespace": meta.namespace, "uid": meta.uid, "cluster_name": obj.cluster_name,
+    }
+    return tuple(values[label] for label in spec.identity)
+
+
+def effective_conditions(result: Result) -> tuple[Effective, ...]:
+    """Every condition type of the object once: the controller's v1beta2 one, else the engine's.
+
+    v1beta1 conditions never appear here: their meanings differ from the v1beta2 types of the
+    same name (a v1beta1 Machine ``Ready`` is not a v1beta2 one), and the kube-state-metrics
+    configuration these families mirror reads v1beta2 conditions only.
+    """
+    out: list[Effective] = []
+    seen: set[str] = set()
+    if result.layout != "v1beta1":
+        for reported in result.reported:
+            if reported.type in seen:
+                continue
+            seen.add(reported.type)
+            computed = result.computed_condition(reported.type)
+            mismatch = None if computed is None else computed.status is not reported.status
+            out.append(Effective(reported, False, mismatch))
+    for computed in result.computed:
+        if computed.type not in seen:
+            seen.add(computed.type)
+            out.append(Effective(computed, True, None))
+    return tuple(out)
+
+
+def bare_result(obj: Base) -> Result:
+    """A Result for an object the engine does not evaluate (ClusterClass): its reported conditions."""
+    reported = obj.conditions if obj.has_v1beta2_conditions else obj.v1beta1_conditions
+    return Result(
+        key=obj.key,
+        api_version=obj.meta.api_version,
+        uid=obj.meta.uid,
+        cluster_name=obj.cluster_name,
+        reported=reported,
+        layout=obj.layout,
+    )
+
+
+def family(
+    name: str,
+    help_text: str,
+    type_: MetricType,
+    labels: Iterable[str],
+    source: str,
+    extract: Extractor,
+    *,
+    compat: bool = False,
+    identity: bool = True,
+) -> FamilySpec:
+    return FamilySpec(name, help_text, type_, tuple(labels), source, extract, compat, identity)
