@@ -1,0 +1,1 @@
+"""Engine tests: pure functions, table-driven, one named case per rule branch."""
