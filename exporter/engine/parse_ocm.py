@@ -160,7 +160,8 @@ def _placement_summaries(f: Fields, raw: Mapping[str, Any]) -> tuple[tuple[Place
             f.problem("status.placementSummary[].name", "string", item)
             continue
         text = f.str_(item, "availableDecisionGroups")
-        summary, legacy_item = _summary(f, f.mapping(item, "summary"), f"status.placementSummary[{name}].summary")
+        path = f"status.placementSummary[{name}].summary"
+        summary, legacy_item = _summary(f, f.mapping(item, "summary"), path)
         legacy = legacy or legacy_item
         groups, applied, selected = parse_decision_groups_text(text)
         result.append(
