@@ -1,0 +1,219 @@
+"""KubeadmControlPlane rules: counters and the v1beta2 conditions KCP sets on itself.
+
+Owns ``compute_kubeadmcontrolplane``: replica counters over the control plane Machines,
+``Initialized``, ``RollingOut``, ``ScalingUp``, ``ScalingDown``, ``MachinesReady``,
+``MachinesUpToDate``, ``Remediating``, ``Deleting`` and ``Paused``, and the wiring of the health
+conditions computed in ``controlplane_health.py`` (``ControlPlaneComponentsHealthy``,
+``EtcdClusterHealthy``, ``Available``). Owns no Machine rule: Machine conditions come through
+the view (reported where the Machine has them, else the engine's).
+
+Not recomputed (read as reported): ``CertificatesAvailable`` (cluster certificate Secrets are not
+watched). Approximations, each where the input lives only in the KCP controller's memory:
+  * ScalingUp/ScalingDown "is blocked because" lines are rebuilt from objects (a deleting Machine,
+    a Cluster topology version different from spec.version, CertificatesAvailable, the health
+    conditions not True) instead of the controller's last preflight-check results; the missing
+    InfraMachineTemplate line is omitted (templates are not watched).
+  * Deleting distinguishes WaitingForWorkersDeletion / WaitingForMachineDeletion /
+    DeletionCompleted from the objects present; KCP's InternalError branch is not reproduced.
+  * A control plane Machine without an ``UpToDate`` condition (CAPI < 1.9) is judged by
+    version only: spec.version of the Machine against the KCP's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from exporter.engine import controlplane_health as health
+from exporter.engine import machine_rollup as rollup
+from exporter.engine.conditions import Member, aggregate, paused_condition
+from exporter.engine.evaluate_types import Computed, GroupView
+from exporter.engine.model import Condition, KubeadmControlPlane, Machine, Status
+
+KIND = "KubeadmControlPlane"
+
+INITIALIZED = "Initialized"
+NOT_INITIALIZED = "NotInitialized"
+SCALING_UP = "ScalingUp"
+NOT_SCALING_UP = "NotScalingUp"
+SCALING_DOWN = "ScalingDown"
+NOT_SCALING_DOWN = "NotScalingDown"
+WAITING_FOR_REPLICAS_SET = "WaitingForReplicasSet"
+WAITING_FOR_REPLICAS_MESSAGE = "Waiting for spec.replicas set"
+MACHINES_READY = "MachinesReady"
+MACHINES_UP_TO_DATE = "MachinesUpToDate"
+DELETING = "Deleting"
+NOT_DELETING = "NotDeleting"
+WAITING_FOR_WORKERS_DELETION = "WaitingForWorkersDeletion"
+WAITING_FOR_MACHINE_DELETION = "WaitingForMachineDeletion"
+DELETION_COMPLETED = "DeletionCompleted"
+NOT_UP_TO_DATE = "NotUpToDate"
+
+
+def compute_kubeadmcontrolplane(kcp: KubeadmControlPlane, view: GroupView, now: float) -> Computed:
+    machines = view.machines_of_control_plane(kcp)
+    up_to_date = [machine_up_to_date(kcp, view, m) for m in machines]
+    components = health.control_plane_components_healthy(kcp, view, machines)
+    etcd = health.etcd_cluster_healthy(kcp, view, machines)
+    conditions = [
+        health.available(kcp, view, machines),
+        initialized(kcp),
+        components,
+        *([etcd] if etcd is not None else []),
+        rollup.machines_condition(MACHINES_READY, view, machines, rollup.READY, rollup.READY_REASONS),
+        machines_up_to_date(kcp, view, machines, now),
+        rollup.rolling_out(up_to_date),
+        scaling_up(kcp, view, machines, components, etcd),
+        scaling_down(kcp, view, machines, components, etcd, now),
+        rollup.remediating(view, machines, KIND),
+        deleting(kcp, view, machines, now),
+        paused(kcp, view),
+    ]
+    return Computed(conditions=tuple(conditions), counters=counters(kcp, view, machines, up_to_date))
+
+
+def counters(
+    kcp: KubeadmControlPlane,
+    view: GroupView,
+    machines: Sequence[Machine],
+    up_to_date: Sequence[Condition | None],
+) -> Mapping[str, int | None]:
+    return {
+        "desiredReplicas": kcp.replicas,
+        "replicas": len(machines),
+        "readyReplicas": rollup.count_true(view, machines, rollup.READY),
+        "availableReplicas": rollup.count_true(view, machines, rollup.AVAILABLE),
+        "upToDateReplicas": sum(1 for c in up_to_date if c is not None and c.status is Status.TRUE),
+    }
+
+
+def machine_up_to_date(kcp: KubeadmControlPlane, view: GroupView, machine: Machine) -> Condition | None:
+    """The Machine's UpToDate; for Machines that predate it, a version-only judgement."""
+    own = view.effective(machine.key, rollup.UP_TO_DATE)
+    if own is not None or not kcp.version or not machine.version:
+        return own
+    if machine.version == kcp.version:
+        return Condition(rollup.UP_TO_DATE, Status.TRUE, rollup.UP_TO_DATE)
+    return Condition(rollup.UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE,
+                     f"* Version {machine.version}, {kcp.version} required")
+
+
+def initialized(kcp: KubeadmControlPlane) -> Condition:
+    if kcp.initialized is True:
+        return Condition(INITIALIZED, Status.TRUE, INITIALIZED)
+    return Condition(INITIALIZED, Status.FALSE, NOT_INITIALIZED)
+
+
+def machines_up_to_date(
+    kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Machine], now: float
+) -> Condition:
+    candidates = rollup.up_to_date_candidates(view, machines, now)
+    if not candidates:
+        return Condition(MACHINES_UP_TO_DATE, Status.TRUE, rollup.NO_REPLICAS)
+    members = [Member("Machine", m.meta.name, machine_up_to_date(kcp, view, m), control_plane=True)
+               for m in candidates]
+    return aggregate(MACHINES_UP_TO_DATE, members, source_type=rollup.UP_TO_DATE,
+                     reasons=rollup.UP_TO_DATE_REASONS)
+
+
+def _desired(kcp: KubeadmControlPlane) -> int | None:
+    if kcp.replicas is None:
+        return None
+    return 0 if kcp.meta.deleting else kcp.replicas
+
+
+def _preflight_lines(
+    kcp: KubeadmControlPlane,
+    view: GroupView,
+    machines: Sequence[Machine],
+    components: Condition,
+    etcd: Condition | None,
+) -> list[str]:
+    lines = []
+    topology_version = view.cluster.topology_version if view.cluster is not None else ""
+    if topology_version and kcp.version and topology_version != kcp.version:
+        lines.append(f"* waiting for a version upgrade to {topology_version} to be propagated")
+    if any(m.meta.deleting for m in machines):
+        lines.append("* waiting for a control plane Machine to complete deletion")
+    certificates = view.effective(kcp.key, health.CERTIFICATES_AVAILABLE)
+    if certificates is not None and certificates.status is not Status.TRUE:
+        lines.append("* cluster certificates are missing or unknown")
+    if _effective(kcp, view, components).status is not Status.TRUE:
+        lines.append("* waiting for control plane components to become healthy")
+    if etcd is not None and _effective(kcp, view, etcd).status is not Status.TRUE:
+        lines.append("* waiting for etcd cluster to become healthy")
+    return lines
+
+
+def _effective(kcp: KubeadmControlPlane, view: GroupView, computed: Condition) -> Condition:
+    return view.effective(kcp.key, computed.type) or computed
+
+
+def scaling_up(
+    kcp: KubeadmControlPlane,
+    view: GroupView,
+    machines: Sequence[Machine],
+    components: Condition,
+    etcd: Condition | None,
+) -> Condition:
+    desired = _desired(kcp)
+    if desired is None:
+        return Condition(SCALING_UP, Status.UNKNOWN, WAITING_FOR_REPLICAS_SET, WAITING_FOR_REPLICAS_MESSAGE)
+    current = len(machines)
+    if current >= desired:
+        return Condition(SCALING_UP, Status.FALSE, NOT_SCALING_UP)
+    message = f"Scaling up from {current} to {desired} replicas"
+    blocked = _preflight_lines(kcp, view, machines, components, etcd)
+    if blocked:
+        message += " is blocked because:\n" + "\n".join(blocked)
+    return Condition(SCALING_UP, Status.TRUE, SCALING_UP, message)
+
+
+def scaling_down(
+    kcp: KubeadmControlPlane,
+    view: GroupView,
+    machines: Sequence[Machine],
+    components: Condition,
+    etcd: Condition | None,
+    now: float,
+) -> Condition:
+    desired = _desired(kcp)
+    if desired is None:
+        return Condition(SCALING_DOWN, Status.UNKNOWN, WAITING_FOR_REPLICAS_SET, WAITING_FOR_REPLICAS_MESSAGE)
+    current = len(machines)
+    if current <= desired:
+        return Condition(SCALING_DOWN, Status.FALSE, NOT_SCALING_DOWN)
+    message = f"Scaling down from {current} to {desired} replicas"
+    blocked = _preflight_lines(kcp, view, machines, components, etcd)
+    stale = rollup.stale_deletion_message(view, machines, now)
+    if stale:
+        blocked.append(f"* {stale}")
+    if blocked:
+        message += " is blocked because:\n" + "\n".join(blocked)
+    return Condition(SCALING_DOWN, Status.TRUE, SCALING_DOWN, message)
+
+
+def deleting(kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Machine], now: float) -> Condition:
+    if not kcp.meta.deleting:
+        return Condition(DELETING, Status.FALSE, NOT_DELETING)
+    workers = [m for m in view.machines if not m.control_plane]
+    blockers = []
+    if view.machine_pools:
+        blockers.append("* MachinePools: " + rollup.list_names(p.meta.name for p in view.machine_pools))
+    if workers:
+        blockers.append("* Worker Machines: " + rollup.list_names(m.meta.name for m in workers))
+    if blockers:
+        return Condition(DELETING, Status.TRUE, WAITING_FOR_WORKERS_DELETION,
+                         "KubeadmControlPlane deletion blocked because following objects still exist:\n"
+                         + "\n".join(blockers))
+    if machines:
+        message = f"Deleting {len(machines)} Machine{'s' if len(machines) > 1 else ''}"
+        stale = rollup.stale_deletion_message(view, machines, now)
+        if stale:
+            message += f" and {stale}"
+        return Condition(DELETING, Status.TRUE, WAITING_FOR_MACHINE_DELETION, message)
+    return Condition(DELETING, Status.TRUE, DELETION_COMPLETED, "Deletion completed")
+
+
+def paused(kcp: KubeadmControlPlane, view: GroupView) -> Condition:
+    cluster_paused = view.cluster is not None and view.cluster.spec_paused
+    return paused_condition(cluster_paused, kcp.paused_annotation, KIND)

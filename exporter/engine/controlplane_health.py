@@ -1,0 +1,222 @@
+"""KubeadmControlPlane health: ControlPlaneComponentsHealthy, EtcdClusterHealthy and Available.
+
+Owns the aggregation of the per-Machine conditions KCP writes on its Machines
+(``APIServerPodHealthy``, ``ControllerManagerPodHealthy``, ``SchedulerPodHealthy``,
+``EtcdPodHealthy``, ``EtcdMemberHealthy``) into the KCP-level conditions, row by row of the
+``ControlPlaneComponentsHealthy`` transition table (seeds/002), and the approximate ``Available``.
+Owns no counter, scaling or deletion rule (see ``controlplane.py``).
+
+Rows of the seed 002 table whose guard is visible in objects are computed:
+  * not initialized (flag false or Initialized not True) → Unknown ``InspectionFailed``;
+  * some Machine reports a component False → False ``NotHealthy`` with per-Machine bullets;
+  * some Machine with a providerID reports a component Unknown → Unknown ``HealthUnknown``;
+  * every reporting Machine True → True ``Healthy``;
+  * no Machine reporting → Unknown ``HealthUnknown`` "No Machines reporting control plane status".
+Rows whose guard needs the workload cluster are *read as reported*: the ClusterCache probe
+(``ConnectionDown`` "Remote connection not established yet" / "Last successful probe at ..."),
+workload connection errors (``InspectionFailed`` "Please check controller logs for errors"),
+failing to list Nodes ("Failed to get Nodes hosting ..."), and Nodes without a Machine
+("* Control plane Node <n> does not have a corresponding Machine"). When the KCP reports one of
+those, the computed condition keeps it: the Machine conditions it would aggregate are stale then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from exporter.engine.conditions import find
+from exporter.engine.evaluate_types import GroupView
+from exporter.engine.machine_rollup import list_names
+from exporter.engine.model import Base, Condition, KubeadmControlPlane, Machine, Status
+
+CONTROL_PLANE_COMPONENTS_HEALTHY = "ControlPlaneComponentsHealthy"
+ETCD_CLUSTER_HEALTHY = "EtcdClusterHealthy"
+AVAILABLE = "Available"
+INITIALIZED = "Initialized"
+CERTIFICATES_AVAILABLE = "CertificatesAvailable"
+
+APISERVER_POD_HEALTHY = "APIServerPodHealthy"
+CONTROLLER_MANAGER_POD_HEALTHY = "ControllerManagerPodHealthy"
+SCHEDULER_POD_HEALTHY = "SchedulerPodHealthy"
+ETCD_POD_HEALTHY = "EtcdPodHealthy"
+ETCD_MEMBER_HEALTHY = "EtcdMemberHealthy"
+
+HEALTHY = "Healthy"
+NOT_HEALTHY = "NotHealthy"
+HEALTH_UNKNOWN = "HealthUnknown"
+INSPECTION_FAILED = "InspectionFailed"
+CONNECTION_DOWN = "ConnectionDown"
+AVAILABLE_REASON = "Available"
+NOT_AVAILABLE = "NotAvailable"
+
+WAITING_FOR_INITIALIZATION = "Waiting for Cluster control plane to be initialized"
+ALL_COMPONENTS = "Control plane components"
+_KCP_LEVEL_PREFIXES = ("* Control plane Node ", "* Etcd member ")
+
+
+def reported(obj: Base, type_: str) -> Condition | None:
+    """The object's own condition: v1beta2 where it has them, else the v1beta1 one of that type."""
+    return find(obj.conditions if obj.has_v1beta2_conditions else obj.v1beta1_conditions, type_)
+
+
+def component_types(kcp: KubeadmControlPlane) -> tuple[str, ...]:
+    base = (APISERVER_POD_HEALTHY, CONTROLLER_MANAGER_POD_HEALTHY, SCHEDULER_POD_HEALTHY)
+    return base if kcp.external_etcd else (*base, ETCD_POD_HEALTHY)
+
+
+def _initialized(kcp: KubeadmControlPlane, view: GroupView) -> bool:
+    condition = view.effective(kcp.key, INITIALIZED)
+    return kcp.initialized is True and (condition is None or condition.status is Status.TRUE)
+
+
+def _read_as_reported(kcp: KubeadmControlPlane, type_: str) -> Condition | None:
+    """The KCP's own condition when it stems from a workload-cluster probe the engine cannot redo."""
+    own = reported(kcp, type_)
+    if own is None or own.status is not Status.UNKNOWN:
+        return None
+    if own.reason == CONNECTION_DOWN:
+        return own
+    if own.reason == INSPECTION_FAILED and own.message != WAITING_FOR_INITIALIZATION:
+        return own
+    return None
+
+
+def _kcp_level_errors(kcp: KubeadmControlPlane, type_: str) -> list[str]:
+    """KCP-level bullets (Nodes or etcd members without a Machine): only the workload cluster knows them."""
+    own = reported(kcp, type_)
+    if own is None or own.status is not Status.FALSE:
+        return []
+    return [line for line in own.message.split("\n") if line.startswith(_KCP_LEVEL_PREFIXES)]
+
+
+def machine_health(
+    target_type: str,
+    kcp: KubeadmControlPlane,
+    view: GroupView,
+    machines: Sequence[Machine],
+    source_types: Sequence[str],
+    *,
+    note: str,
+    all_conditions_label: str,
+) -> Condition:
+    """Aggregate per-Machine component/etcd conditions into one KCP condition (seed 002 rows)."""
+    if not _initialized(kcp, view):
+        return Condition(target_type, Status.UNKNOWN, INSPECTION_FAILED, WAITING_FOR_INITIALIZATION)
+    as_reported = _read_as_reported(kcp, target_type)
+    if as_reported is not None:
+        return Condition(target_type, as_reported.status, as_reported.reason, as_reported.message)
+    with_issue: set[str] = set()
+    with_unknown: set[str] = set()
+    with_info: set[str] = set()
+    by_message: dict[str, list[str]] = {}
+    for machine in machines:
+        lines: list[str] = []
+        present: list[Condition] = [c for t in source_types if (c := reported(machine, t)) is not None]
+        for c in present:
+            if c.status is Status.TRUE:
+                with_info.add(machine.meta.name)
+                continue
+            if c.status is Status.UNKNOWN and not machine.provider_id:
+                # Still provisioning: pods and etcd may come up before the Node registers.
+                with_info.add(machine.meta.name)
+                continue
+            (with_issue if c.status is Status.FALSE else with_unknown).add(machine.meta.name)
+            lines.append(f"  * {c.type}: {c.message or f'condition is {c.status}'}")
+        if not lines:
+            continue
+        distinct = {c.message for c in present}
+        if len(present) > 1 and len(distinct) == 1 and all_conditions_label:
+            lines = [f"  * {all_conditions_label}: {distinct.pop()}"]
+        by_message.setdefault("\n".join(lines), []).append(machine.meta.name)
+    kcp_errors = _kcp_level_errors(kcp, target_type)
+    message = _health_message(by_message, kcp_errors)
+    if with_issue or kcp_errors:
+        return Condition(target_type, Status.FALSE, NOT_HEALTHY, message)
+    if with_unknown:
+        return Condition(target_type, Status.UNKNOWN, HEALTH_UNKNOWN, message)
+    if with_info:
+        return Condition(target_type, Status.TRUE, HEALTHY)
+    return Condition(target_type, Status.UNKNOWN, HEALTH_UNKNOWN, f"No Machines reporting {note} status")
+
+
+def _health_message(by_message: dict[str, list[str]], kcp_errors: list[str]) -> str:
+    # Most shared message first; ties broken by the Machine names.
+    ordered = sorted(by_message.items(), key=lambda item: (-len(item[1]), ",".join(sorted(item[1]))))
+    blocks = []
+    for text, names in ordered:
+        label = "Machine" if len(names) == 1 else "Machines"
+        blocks.append(f"* {label} {list_names(names, 3)}:\n{text}")
+    return "\n".join([*blocks, *kcp_errors])
+
+
+def control_plane_components_healthy(
+    kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Machine]
+) -> Condition:
+    return machine_health(CONTROL_PLANE_COMPONENTS_HEALTHY, kcp, view, machines, component_types(kcp),
+                          note="control plane", all_conditions_label=ALL_COMPONENTS)
+
+
+def etcd_cluster_healthy(
+    kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Machine]
+) -> Condition | None:
+    """None for external etcd: KCP leaves that condition to whoever manages the etcd cluster."""
+    if kcp.external_etcd:
+        return None
+    return machine_health(ETCD_CLUSTER_HEALTHY, kcp, view, machines, (ETCD_MEMBER_HEALTHY,),
+                          note="etcd member", all_conditions_label="")
+
+
+def available(kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Machine]) -> Condition:
+    """KCP ``Available``, approximately: the etcd member list lives only in the workload cluster.
+
+    Approximation: every CP Machine with a Node is taken to host one voting etcd member, so quorum
+    is computed over those Machines and their ``EtcdMemberHealthy``; the checks that need the
+    member list itself (members without a Machine, "Waiting for etcd to report the list of
+    members", learners) are not made, and issues are surfaced at once instead of after 10s. When
+    the KCP reports ``Available`` that one is the effective condition anyway.
+    """
+    if kcp.initialized is not True:
+        return Condition(AVAILABLE, Status.FALSE, NOT_AVAILABLE, "Control plane not yet initialized")
+    managed = not kcp.external_etcd
+    types = (*component_types(kcp), ETCD_MEMBER_HEALTHY) if managed else component_types(kcp)
+    provisioned = [m for m in machines if m.provider_id]
+    k8s_healthy = sum(1 for m in provisioned if all(_true(m, t) for t in types))
+    members = [m for m in machines if m.node_name]
+    etcd_healthy = sum(1 for m in members if _true(m, ETCD_MEMBER_HEALTHY))
+    quorum = len(members) // 2 + 1
+    certificates = view.effective(kcp.key, CERTIFICATES_AVAILABLE)
+    certificates_ok = certificates is not None and certificates.status is Status.TRUE
+    etcd_ok = not managed or etcd_healthy >= quorum
+    if not kcp.meta.deleting and etcd_ok and k8s_healthy >= 1 and certificates_ok:
+        notes = []
+        if managed and etcd_healthy < len(members):
+            notes.append(_etcd_line(etcd_healthy, len(members), quorum))
+        if k8s_healthy < len(machines):
+            verb = "has" if k8s_healthy == 1 else "have"
+            notes.append(f"* {k8s_healthy} of {len(machines)} Machines {verb} healthy control plane "
+                         "components, at least 1 required")
+        return Condition(AVAILABLE, Status.TRUE, AVAILABLE_REASON, "\n".join(notes))
+    problems = []
+    if kcp.meta.deleting:
+        problems.append("* Control plane metadata.deletionTimestamp is set")
+    if not certificates_ok:
+        problems.append("* Control plane certificates are not available")
+    if managed and etcd_healthy < quorum:
+        problems.append(_etcd_line(etcd_healthy, len(members), quorum))
+    if k8s_healthy < 1:
+        problems.append("* There are no Machines with healthy control plane components, at least 1 required")
+    return Condition(AVAILABLE, Status.FALSE, NOT_AVAILABLE, "\n".join(problems))
+
+
+def _true(machine: Machine, type_: str) -> bool:
+    c = reported(machine, type_)
+    return c is not None and c.status is Status.TRUE
+
+
+def _etcd_line(healthy: int, total: int, quorum: int) -> str:
+    required = f"at least {quorum} healthy member required for etcd quorum"
+    if healthy == 0:
+        return f"* There are no healthy etcd member, {required}"
+    if healthy == 1:
+        return f"* 1 of {total} etcd members is healthy, {required}"
+    return f"* {healthy} of {total} etcd members are healthy, {required}"
