@@ -1,0 +1,329 @@
+"""The Helm chart renders valid Kubernetes objects for the default values and every ci/ scenario.
+
+Covers the workload (Deployment or sharded StatefulSet), its arguments, probes and security
+context, the Service, the NetworkPolicy, the PodDisruptionBudget, the web-config Secret and
+NOTES.txt. RBAC is in test_chart_rbac.py, the Prometheus operator objects and dashboards in
+test_chart_monitoring.py, values and schema in test_chart_values.py.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.chart.harness import (
+    CHART,
+    Manifest,
+    RenderError,
+    by_kind,
+    ci_values_files,
+    container,
+    one,
+    render,
+    render_text,
+    workload,
+)
+
+KUBE_VERSION = "1.31.0"
+# kubernetes-validate ships schemas for built-in kinds only.
+CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
+SCENARIOS: list[Path | None] = [None, *ci_values_files()]
+STANDARD_LABELS = {
+    "app.kubernetes.io/name": "fleet-status-exporter",
+    "app.kubernetes.io/instance": "fse",
+    "app.kubernetes.io/managed-by": "Helm",
+    "helm.sh/chart": "fleet-status-exporter-0.1.0",
+}
+
+
+def scenario_id(path: Path | None) -> str:
+    return "default" if path is None else path.name.removesuffix("-values.yaml")
+
+
+@pytest.fixture(scope="module", params=SCENARIOS, ids=scenario_id)
+def manifests(request: pytest.FixtureRequest) -> list[Manifest]:
+    files = [] if request.param is None else [request.param]
+    return render(values_files=files)
+
+
+def scenario(name: str) -> list[Manifest]:
+    return render(values_files=[CHART / "ci" / f"{name}-values.yaml"])
+
+
+def args_of(manifests: list[Manifest]) -> list[str]:
+    return list(container(manifests)["args"])
+
+
+def test_ci_scenarios_exist() -> None:
+    assert [scenario_id(p) for p in ci_values_files()] == [
+        "01-namespaced",
+        "02-sharded",
+        "03-monitoring",
+        "04-networkpolicy",
+    ]
+
+
+def test_core_kinds_validate_against_the_kubernetes_schemas(manifests: list[Manifest]) -> None:
+    for manifest in manifests:
+        if manifest["kind"] not in CRD_KINDS:
+            kubernetes_validate.validate(manifest, KUBE_VERSION, strict=True)
+
+
+def test_validation_is_strict_about_unknown_fields() -> None:
+    # Guards the test above: a misplaced key in a template must fail validation, not pass silently.
+    deployment = copy.deepcopy(one(render(), "Deployment"))
+    deployment["spec"]["template"]["spec"]["containers"][0]["readinessprobe"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBE_VERSION, strict=True)
+
+
+def test_every_resource_has_the_standard_labels(manifests: list[Manifest]) -> None:
+    for manifest in manifests:
+        labels = manifest["metadata"]["labels"]
+        assert STANDARD_LABELS.items() <= labels.items(), manifest["kind"]
+
+
+def test_namespaced_resources_live_in_the_release_namespace() -> None:
+    for manifest in render():
+        if manifest["kind"].startswith("Cluster"):
+            assert "namespace" not in manifest["metadata"]
+        else:
+            assert manifest["metadata"]["namespace"] == "monitoring", manifest["kind"]
+            assert manifest["metadata"]["name"] == "fse-fleet-status-exporter"
+
+
+def test_default_values_render_the_minimal_set() -> None:
+    kinds = sorted(m["kind"] for m in render())
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceAccount"]
+
+
+def test_pod_meets_the_restricted_pod_security_standard(manifests: list[Manifest]) -> None:
+    pod = workload(manifests)["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["automountServiceAccountToken"] is True
+    ctx = container(manifests)["securityContext"]
+    assert ctx["readOnlyRootFilesystem"] is True
+    assert ctx["allowPrivilegeEscalation"] is False
+    assert ctx["capabilities"] == {"drop": ["ALL"]}
+    assert ctx["runAsUser"] == 65532
+    # With a read-only root filesystem, /tmp must be a writable volume.
+    mounts = {m["mountPath"]: m["name"] for m in container(manifests)["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+
+
+def test_probes_use_healthz_and_readyz_on_the_metrics_port(manifests: list[Manifest]) -> None:
+    c = container(manifests)
+    assert c["ports"] == [{"name": "http", "containerPort": 9842, "protocol": "TCP"}]
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http", "scheme": "HTTP"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http", "scheme": "HTTP"}
+
+
+def test_resources_default_to_requests_and_a_memory_limit() -> None:
+    assert container(render())["resources"] == {
+        "requests": {"cpu": "100m", "memory": "256Mi"},
+        "limits": {"memory": "384Mi"},
+    }
+
+
+def test_default_arguments() -> None:
+    assert args_of(render()) == [
+        "serve",
+        "--web.listen-address=:9842",
+        "--log.level=info",
+        "--log.format=json",
+    ]
+
+
+def test_service_targets_the_container_port_by_name() -> None:
+    manifests = render({"service": {"port": 9100}})
+    service = one(manifests, "Service")
+    assert service["spec"]["ports"] == [
+        {"name": "http", "port": 9100, "targetPort": "http", "protocol": "TCP"}
+    ]
+    assert service["spec"]["selector"] == workload(manifests)["spec"]["selector"]["matchLabels"]
+    assert "--web.listen-address=:9100" in args_of(manifests)
+    assert container(manifests)["ports"][0]["containerPort"] == 9100
+
+
+def test_image_defaults_to_the_app_version() -> None:
+    assert container(render())["image"] == "ghcr.io/fleet-status-exporter/fleet-status-exporter:0.1.0"
+
+
+def test_image_overrides() -> None:
+    sha = "a" * 64
+    c = container(
+        render({"image": {"tag": "1.2.3", "sha": sha}, "global": {"imageRegistry": "mirror.example.com"}})
+    )
+    assert c["image"] == f"mirror.example.com/fleet-status-exporter/fleet-status-exporter:1.2.3@sha256:{sha}"
+
+
+def test_image_pull_secrets_accept_names_and_objects() -> None:
+    manifests = render({"imagePullSecrets": ["a", {"name": "b"}], "global": {"imagePullSecrets": ["g"]}})
+    pod = workload(manifests)["spec"]["template"]["spec"]
+    assert pod["imagePullSecrets"] == [{"name": "g"}, {"name": "a"}, {"name": "b"}]
+
+
+def test_namespaced_scenario_passes_each_namespace_and_exclusion() -> None:
+    assert args_of(scenario("01-namespaced")) == [
+        "serve",
+        "--web.listen-address=:9842",
+        "--log.level=debug",
+        "--log.format=text",
+        "--namespace=fleet-a",
+        "--namespace=fleet-b",
+        "--exclude-resource=MachineHealthCheck",
+    ]
+
+
+def test_without_cluster_role_the_exporter_watches_the_release_namespace() -> None:
+    assert "--namespace=monitoring" in args_of(render({"rbac": {"useClusterRole": False}}))
+
+
+def test_sharded_scenario_runs_a_statefulset_with_shard_auto() -> None:
+    manifests = scenario("02-sharded")
+    assert by_kind(manifests, "Deployment") == []
+    sts = one(manifests, "StatefulSet")
+    assert sts["spec"]["replicas"] == 3
+    assert sts["spec"]["serviceName"] == one(manifests, "Service")["metadata"]["name"]
+    args = args_of(manifests)
+    assert args[-2:] == ["--shard=auto", "--total-shards=3"]
+    # --shard auto takes the ordinal from the pod name, which only the downward API provides.
+    assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in container(
+        manifests
+    )["env"]
+
+
+def test_total_shards_follows_replicas() -> None:
+    args = args_of(render({"autosharding": {"enabled": True}, "replicas": 5}))
+    assert "--total-shards=5" in args
+
+
+def test_replicas_without_autosharding_stay_a_deployment_without_shard_flags() -> None:
+    manifests = render({"replicas": 2})
+    assert one(manifests, "Deployment")["spec"]["replicas"] == 2
+    assert not [a for a in args_of(manifests) if a.startswith("--shard")]
+    assert "env" not in container(manifests)
+
+
+def test_sharded_scenario_has_a_pod_disruption_budget() -> None:
+    manifests = scenario("02-sharded")
+    pdb = one(manifests, "PodDisruptionBudget")
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == workload(manifests)["spec"]["selector"]["matchLabels"]
+
+
+def test_pdb_min_available_takes_precedence() -> None:
+    manifests = render({"podDisruptionBudget": {"enabled": True, "minAvailable": "50%"}})
+    pdb = one(manifests, "PodDisruptionBudget")
+    assert pdb["spec"] == {
+        "minAvailable": "50%",
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "fleet-status-exporter",
+                                     "app.kubernetes.io/instance": "fse"}},
+    }
+
+
+def egress_ports(rule: dict[str, Any]) -> set[tuple[int, str]]:
+    return {(p["port"], p["protocol"]) for p in rule.get("ports", [])}
+
+
+def test_network_policy_scenario_allows_only_api_server_dns_and_scrapes() -> None:
+    policy = one(scenario("04-networkpolicy"), "NetworkPolicy")
+    spec = policy["spec"]
+    assert spec["policyTypes"] == ["Ingress", "Egress"]
+    assert spec["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "fleet-status-exporter"
+    api, dns = spec["egress"]
+    assert egress_ports(api) == {(6443, "TCP")}
+    assert api["to"] == [{"ipBlock": {"cidr": "10.0.0.1/32"}}, {"ipBlock": {"cidr": "172.18.0.2/32"}}]
+    assert egress_ports(dns) == {(53, "UDP"), (53, "TCP")}
+    assert dns["to"] == [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}]
+    (ingress,) = spec["ingress"]
+    assert ingress["ports"] == [{"port": 9842, "protocol": "TCP"}]
+    monitoring = {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
+    assert ingress["from"] == [{"namespaceSelector": monitoring}]
+
+
+def test_network_policy_defaults_never_cut_off_the_api_server() -> None:
+    # An Egress policy without rules would block list/watch; the default allows the usual API
+    # server ports to any address.
+    spec = one(render({"networkPolicy": {"enabled": True}}), "NetworkPolicy")["spec"]
+    api = spec["egress"][0]
+    assert "to" not in api
+    assert egress_ports(api) == {(443, "TCP"), (6443, "TCP")}
+    assert "from" not in spec["ingress"][0]
+
+
+def test_web_config_from_values_creates_a_secret_and_passes_the_flag() -> None:
+    web = {"basic_auth_users": {"prometheus": "$2y$10$abcdefghijklmnopqrstuv"}}
+    manifests = render({"webConfig": {"config": web}})
+    secret = one(manifests, "Secret")
+    assert secret["metadata"]["name"] == "fse-fleet-status-exporter-web-config"
+    assert yaml.safe_load(secret["stringData"]["web-config.yml"]) == web
+    assert "--web.config.file=/etc/fleet-status-exporter/web/web-config.yml" in args_of(manifests)
+    pod = workload(manifests)["spec"]["template"]
+    volume = next(v for v in pod["spec"]["volumes"] if v["name"] == "web-config")
+    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
+    # Changing the configuration must restart the pods.
+    assert len(pod["metadata"]["annotations"]["checksum/web-config"]) == 64
+
+
+def test_web_config_existing_secret_is_mounted_not_created() -> None:
+    manifests = render({"webConfig": {"existingSecret": "my-web-config", "key": "web.yml"}})
+    assert by_kind(manifests, "Secret") == []
+    assert "--web.config.file=/etc/fleet-status-exporter/web/web.yml" in args_of(manifests)
+    volumes = workload(manifests)["spec"]["template"]["spec"]["volumes"]
+    volume = next(v for v in volumes if v["name"] == "web-config")
+    items = [{"key": "web.yml", "path": "web.yml"}]
+    assert volume["secret"] == {"secretName": "my-web-config", "items": items}
+
+
+def test_extra_args_env_and_volumes_are_appended() -> None:
+    manifests = render(
+        {
+            "extraArgs": ["--kubeconfig=/etc/kubeconfig/config"],
+            "env": [{"name": "TZ", "value": "UTC"}],
+            "volumes": [{"name": "kubeconfig", "secret": {"secretName": "hub-kubeconfig"}}],
+            "volumeMounts": [{"name": "kubeconfig", "mountPath": "/etc/kubeconfig", "readOnly": True}],
+        }
+    )
+    c = container(manifests)
+    assert c["args"][-1] == "--kubeconfig=/etc/kubeconfig/config"
+    assert c["env"] == [{"name": "TZ", "value": "UTC"}]
+    assert c["volumeMounts"][-1]["name"] == "kubeconfig"
+    assert workload(manifests)["spec"]["template"]["spec"]["volumes"][-1]["name"] == "kubeconfig"
+    kubernetes_validate.validate(workload(manifests), KUBE_VERSION, strict=True)
+
+
+def test_service_account_can_be_external() -> None:
+    manifests = render({"serviceAccount": {"create": False, "name": "shared"}})
+    assert by_kind(manifests, "ServiceAccount") == []
+    assert workload(manifests)["spec"]["template"]["spec"]["serviceAccountName"] == "shared"
+    assert one(manifests, "ClusterRoleBinding")["subjects"][0]["name"] == "shared"
+
+
+def test_name_overrides() -> None:
+    manifests = render({"fullnameOverride": "fleet"})
+    assert {m["metadata"]["name"] for m in manifests} == {"fleet"}
+    manifests = render({"nameOverride": "fsx"})
+    assert workload(manifests)["metadata"]["name"] == "fse-fsx"
+    assert workload(manifests)["metadata"]["labels"]["app.kubernetes.io/name"] == "fsx"
+
+
+@pytest.mark.parametrize("values_file", SCENARIOS, ids=scenario_id)
+def test_notes_render(values_file: Path | None) -> None:
+    notes = render_text(values_files=[] if values_file is None else [values_file], notes=True)
+    assert "kubectl --namespace monitoring port-forward service/fse-fleet-status-exporter 9842" in notes
+    assert "<no value>" not in notes
+
+
+def test_renderer_reports_template_errors() -> None:
+    # A value of the wrong shape must fail the render (as with helm), not produce a manifest.
+    with pytest.raises(RenderError):
+        render({"namespaces": "fleet-a"})
