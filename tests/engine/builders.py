@@ -8,9 +8,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import MappingProxyType
 
-from exporter.engine.evaluate_types import MwrsGroup, MwrsView
+from exporter.engine.evaluate_types import CapiGroup, Computed, GroupView, MwrsGroup, MwrsView
 from exporter.engine.model import (
+    Base,
+    Cluster,
     Condition,
+    Counters,
+    Gate,
+    KubeadmControlPlane,
+    Machine,
+    MachineDeployment,
+    MachineHealthCheck,
+    MachineSet,
     ManagedCluster,
     ManifestWork,
     ManifestWorkReplicaSet,
@@ -18,6 +27,8 @@ from exporter.engine.model import (
     Placement,
     PlacementRef,
     PlacementSummary,
+    Ref,
+    RollingUpdate,
     RolloutSummary,
     Status,
 )
@@ -163,3 +174,116 @@ def mwrs_view(
             managed_clusters={c.meta.name: c for c in clusters},
         )
     )
+
+
+# ---- Cluster API ------------------------------------------------------------------------------
+
+CAPI_V1BETA2 = "cluster.x-k8s.io/v1beta2"
+NOW = 1_700_000_000.0
+CLUSTER = "c1"
+
+
+def capi_meta(kind: str, name: str, *, deleted_ago: float | None = None, age: float = 3600.0,
+              labels: dict[str, str] | None = None, api_version: str = CAPI_V1BETA2,
+              namespace: str = "ns") -> Meta:
+    """Metadata of a CAPI object created ``age`` seconds before NOW (deleted ``deleted_ago`` before NOW)."""
+    return Meta(
+        kind=kind, api_version=api_version, namespace=namespace, name=name, generation=1,
+        creation_timestamp=NOW - age,
+        deletion_timestamp=None if deleted_ago is None else NOW - deleted_ago,
+        labels=MappingProxyType({"cluster.x-k8s.io/cluster-name": CLUSTER, **(labels or {})}),
+    )
+
+
+def healthy_machine_conditions(ready_since: float = NOW - 600) -> tuple[Condition, ...]:
+    """What a running v1beta2 Machine reports."""
+    return (
+        Condition("Ready", T, "Ready", "", ready_since),
+        Condition("Available", T, "Available", "", ready_since),
+        cond("BootstrapConfigReady", T, "Ready"),
+        cond("InfrastructureReady", T, "Ready"),
+        cond("NodeReady", T, "NodeReady"),
+        cond("NodeHealthy", T, "NodeHealthy"),
+        cond("UpToDate", T, "UpToDate"),
+        cond("Deleting", F, "NotDeleting"),
+    )
+
+
+def machine(name: str = "m1", conditions: Iterable[Condition] | None = None, *, layout: str = "v1beta2",
+            v1beta1: Iterable[Condition] = (), set_name: str = "", deployment_name: str = "",
+            control_plane_name: str = "", deleted_ago: float | None = None, age: float = 3600.0,
+            gates: Iterable[Gate] = (), min_ready_seconds: int = 0, **fields: object) -> Machine:
+    """A Machine; with no ``conditions`` a healthy running one (v1beta1 layout: none reported)."""
+    labels = {}
+    if set_name:
+        labels["cluster.x-k8s.io/set-name"] = set_name
+    if deployment_name:
+        labels["cluster.x-k8s.io/deployment-name"] = deployment_name
+    if control_plane_name:
+        labels["cluster.x-k8s.io/control-plane"] = ""
+        labels["cluster.x-k8s.io/control-plane-name"] = control_plane_name
+    if conditions is None:
+        conditions = () if layout == "v1beta1" else healthy_machine_conditions()
+    return Machine(
+        meta=capi_meta("Machine", name, deleted_ago=deleted_ago, age=age, labels=labels),
+        cluster_name=CLUSTER, conditions=tuple(conditions), v1beta1_conditions=tuple(v1beta1),
+        layout=layout, control_plane=bool(control_plane_name), control_plane_name=control_plane_name,
+        set_name=set_name, deployment_name=deployment_name, readiness_gates=tuple(gates),
+        min_ready_seconds=min_ready_seconds,
+        bootstrap_ref=Ref("KubeadmConfig", f"{name}-boot", "bootstrap.cluster.x-k8s.io"),
+        infrastructure_ref=Ref("DockerMachine", f"{name}-infra", "infrastructure.cluster.x-k8s.io"),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def machine_set(name: str = "ms1", replicas: int | None = 1, *, deployment_name: str = "",
+                deleted_ago: float | None = None, version: str = "v1.30.0", infra: str = "tmpl-1",
+                **fields: object) -> MachineSet:
+    labels = {"cluster.x-k8s.io/deployment-name": deployment_name} if deployment_name else {}
+    return MachineSet(
+        meta=capi_meta("MachineSet", name, deleted_ago=deleted_ago, labels=labels),
+        cluster_name=CLUSTER, deployment_name=deployment_name, replicas=replicas, version=version,
+        infrastructure_ref=Ref("DockerMachineTemplate", infra, "infrastructure.cluster.x-k8s.io"),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def machine_deployment(name: str = "md1", replicas: int | None = 1, *, deleted_ago: float | None = None,
+                       max_surge: int | str | None = None, max_unavailable: int | str | None = None,
+                       strategy: str = "RollingUpdate", version: str = "v1.30.0", infra: str = "tmpl-1",
+                       **fields: object) -> MachineDeployment:
+    return MachineDeployment(
+        meta=capi_meta("MachineDeployment", name, deleted_ago=deleted_ago),
+        cluster_name=CLUSTER, replicas=replicas, strategy_type=strategy,
+        rolling_update=RollingUpdate(max_surge=max_surge, max_unavailable=max_unavailable), version=version,
+        infrastructure_ref=Ref("DockerMachineTemplate", infra, "infrastructure.cluster.x-k8s.io"),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def health_check(name: str = "mhc1", *, expected: int | None = 3, healthy: int | None = 3,
+                 allowed: int | None = None, max_unhealthy: int | str | None = None, in_range: str = "",
+                 conditions: Iterable[Condition] = (), layout: str = "v1beta2") -> MachineHealthCheck:
+    return MachineHealthCheck(
+        meta=capi_meta("MachineHealthCheck", name), cluster_name=CLUSTER, conditions=tuple(conditions),
+        layout=layout, expected_machines=expected, current_healthy=healthy, remediations_allowed=allowed,
+        unhealthy_less_than_or_equal_to=max_unhealthy, unhealthy_in_range=in_range,
+    )
+
+
+def capi_cluster(name: str = CLUSTER, *, paused: bool = False) -> Cluster:
+    return Cluster(meta=capi_meta("Cluster", name), cluster_name=name, spec_paused=paused)
+
+
+def capi_view(*objects: Base, computed: dict[tuple[str, str, str], Computed] | None = None) -> GroupView:
+    """A view over ``objects`` with already computed results recorded (children evaluated earlier)."""
+    view = GroupView(CapiGroup(objects=tuple(objects)))
+    for key, result in (computed or {}).items():
+        view.record(key, result)
+    return view
+
+
+def kcp(name: str = "kcp1", *, external_etcd: bool = False) -> KubeadmControlPlane:
+    return KubeadmControlPlane(meta=capi_meta("KubeadmControlPlane", name,
+                                              api_version="controlplane.cluster.x-k8s.io/v1beta2"),
+                               cluster_name=CLUSTER, external_etcd=external_etcd, reported=Counters())
