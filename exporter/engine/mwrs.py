@@ -268,6 +268,11 @@ def phase(progressing: Condition, ready: Condition) -> str:
 # ---- findings: what upstream status hides ------------------------------------------------------
 
 
+def _counts_current(facts: Facts) -> bool:
+    """Whether the controller got as far as writing counts (not stopped earlier, not empty)."""
+    return facts.mwrs.status_reported and not facts.invalid_owner and facts.desired != 0
+
+
 def findings(facts: Facts) -> tuple[Finding, ...]:
     result = []
     if facts.invalid_owner:
@@ -284,7 +289,7 @@ def findings(facts: Facts) -> tuple[Finding, ...]:
     elif reason and reason != PLACEMENT_DECISION_EMPTY:
         message = f"PlacementVerified is False ({reason}): the rollout handler failed"
         result.append(Finding(FINDING_PLACEMENT_NOT_VERIFIED, message, "warning"))
-    elif facts.mwrs.status_reported and facts.missing_summaries:
+    elif facts.missing_summaries and _counts_current(facts):
         result.append(Finding(
             FINDING_PLACEMENT_SUMMARY_MISSING,
             f"{names('placement', facts.missing_summaries).capitalize()} missing from placementSummary: "
