@@ -1,0 +1,282 @@
+"""The composition root: wires a source, the store, the engine, the renderer and the server.
+
+Owns the evaluation loop (take the groups changed since the last pass after a short debounce,
+evaluate them, hand the results to the renderer; re-evaluate everything periodically because
+time-dependent rules change with the clock alone), start-up and graceful shutdown on SIGTERM or
+SIGINT, readiness, and the adapters that turn each source's plain counters into self-metrics.
+The only module that knows every layer; it holds no business rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from aiohttp import web
+
+from exporter import __version__, webconfig
+from exporter.config import Config, ConfigError
+from exporter.engine.evaluate import evaluate_group
+from exporter.engine.grouping import GroupKey
+from exporter.engine.model import Base, ObjectKey, Result
+from exporter.logging_setup import setup as setup_logging
+from exporter.metrics.renderer import Renderer
+from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
+from exporter.sharding import keep_shard
+from exporter.sources.files import FileSource, FileStats
+from exporter.store import Store
+from exporter.web import Exposition, make_app
+
+log = logging.getLogger("exporter.app")
+
+DEBOUNCE_SECONDS = 0.05
+RESYNC_SECONDS = 60.0  # time-based rules (minReadySeconds, stale deletion) move with the clock alone
+BATCH = 64  # groups evaluated between yields to the event loop, so scrapes are served meanwhile
+BARE_KINDS = frozenset({"ClusterClass"})  # rendered as stored: the engine computes nothing for them
+
+
+class Stoppable(Protocol):
+    async def stop(self) -> None: ...
+
+
+class TrackingSink:
+    """The store as sources see it: applies --namespace / --exclude-resource, and records changes
+    to kinds rendered without evaluation (the store's dirty groups never include them)."""
+
+    def __init__(self, store: Store, *, namespaces: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
+        self.store = store
+        self.namespaces = frozenset(namespaces)
+        self.exclude = frozenset(exclude)
+        self._bare: dict[str, set[ObjectKey]] = {kind: set() for kind in BARE_KINDS}
+        self._bare_dirty: set[ObjectKey] = set()
+
+    def _accept(self, obj: Base) -> bool:
+        kind = "InfraMachinePool" if type(obj).__name__ == "InfraMachinePool" else obj.meta.kind
+        if kind in self.exclude:
+            return False
+        # Cluster-scoped objects (ManagedClusters) are needed whatever the namespaces.
+        return not self.namespaces or not obj.meta.namespace or obj.meta.namespace in self.namespaces
+
+    def replace(self, kind: str, objects: Iterable[Base], namespace: str | None = None) -> None:
+        kept = [o for o in objects if self._accept(o)]
+        if kind in self._bare:
+            old = {k for k in self._bare[kind] if namespace is None or k[1] == namespace}
+            new = {o.key for o in kept}
+            self._bare_dirty |= old | new
+            self._bare[kind] = (self._bare[kind] - old) | new
+        self.store.replace(kind, kept, namespace)
+
+    def upsert(self, obj: Base) -> None:
+        if not self._accept(obj):
+            return
+        if obj.meta.kind in self._bare:
+            self._bare[obj.meta.kind].add(obj.key)
+            self._bare_dirty.add(obj.key)
+        self.store.upsert(obj)
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        if kind in self._bare:
+            self._bare[kind].discard((kind, namespace, name))
+            self._bare_dirty.add((kind, namespace, name))
+        self.store.delete(kind, namespace, name)
+
+    def take_bare(self) -> set[ObjectKey]:
+        dirty, self._bare_dirty = self._bare_dirty, set()
+        return dirty
+
+    def all_bare(self) -> set[ObjectKey]:
+        return set().union(*self._bare.values())
+
+
+class Pipeline:
+    """store → engine → renderer, one dirty group at a time."""
+
+    def __init__(
+        self, store: Store, sink: TrackingSink, renderer: Renderer, stats: ExporterStats,
+        keep: Callable[[GroupKey], bool],
+    ) -> None:
+        self.store, self.sink, self.renderer, self.stats, self.keep = store, sink, renderer, stats, keep
+        self.previous: dict[ObjectKey, Result] = {}
+        self._members: dict[GroupKey, list[ObjectKey]] = {}
+        self.passes = 0
+        self.source_synced: Callable[[], bool] = lambda: True
+        # Ready once everything the source had listed when it reported sync has been evaluated.
+        self.ready = False
+
+    def evaluate_group(self, key: GroupKey, now: float) -> None:
+        group = self.store.build(key)
+        for old in self._members.pop(key, ()):
+            self.previous.pop(old, None)
+        if group is None:
+            self.renderer.remove_group(key)
+            return
+        results = evaluate_group(group, self.previous, now)
+        items: list[tuple[Base, Result | None]] = []
+        for result in results:
+            obj = self.store.get(result.key)
+            if obj is not None:
+                items.append((obj, result))
+                self.previous[result.key] = result
+        self._members[key] = [r.key for r in results]
+        self.renderer.update_group(key, items)
+
+    def render_bare(self, key: ObjectKey) -> None:
+        kind, ns, name = key
+        group: GroupKey = ("none", kind, f"{ns}/{name}")
+        obj = self.store.get(key)
+        self.renderer.update_group(group, [(obj, None)] if obj is not None and self.keep(group) else [])
+
+    async def run_pass(self, groups: set[GroupKey], bare: set[ObjectKey]) -> None:
+        started = time.perf_counter()
+        now = time.time()
+        for i, key in enumerate(sorted(groups)):
+            self.evaluate_group(key, now)
+            if i % BATCH == BATCH - 1:
+                await asyncio.sleep(0)
+        for key in bare:
+            self.render_bare(key)
+        self.passes += 1
+        self.stats.evaluations += 1
+        self.stats.evaluated_groups += len(groups)
+        self.stats.last_evaluation_duration = time.perf_counter() - started
+        log.debug("evaluation pass", extra={"groups": len(groups), "objects": len(self.renderer),
+                                            "seconds": round(self.stats.last_evaluation_duration, 4)})
+
+    async def run(self, *, debounce: float = DEBOUNCE_SECONDS, resync: float = RESYNC_SECONDS) -> None:
+        next_resync = time.monotonic() + resync
+        while True:
+            await asyncio.sleep(debounce)
+            synced = self.source_synced()
+            groups, bare = self.store.take_dirty(), self.sink.take_bare()
+            if time.monotonic() >= next_resync:
+                next_resync = time.monotonic() + resync
+                groups |= set(self.store.all_groups())
+            if groups or bare:
+                await self.run_pass(groups, bare)
+            self.ready = self.ready or synced
+
+
+def file_resources(stats: FileStats) -> list[ResourceStats]:
+    kinds = sorted(stats.objects.keys() | stats.invalid.keys())
+    lists = {"success": stats.reads - min(stats.reads, stats.read_errors), "error": stats.read_errors}
+    return [
+        ResourceStats(resource=kind or "unknown", synced=stats.synced, lists=lists,
+                      objects=stats.objects.get(kind, 0), invalid_objects=stats.invalid.get(kind, 0))
+        for kind in kinds
+    ]
+
+
+def kube_resources(source_stats: object) -> list[ResourceStats]:
+    """Adapter for the kube source's ``SourceStats`` (plain counters by resource name)."""
+    out: list[ResourceStats] = []
+    for name, rs in sorted(getattr(source_stats, "resources", {}).items()):
+        out.append(ResourceStats(
+            resource=name, synced=bool(rs.synced), lists=dict(rs.list_requests),
+            watches=dict(rs.watch_requests), events=dict(rs.events), relists=sum(rs.relists.values()),
+            objects=rs.object_count, invalid_objects=rs.invalid_objects, last_event_time=rs.last_event_time,
+        ))
+    return out
+
+
+def serve(config: Config) -> int:
+    setup_logging(config.log_level, config.log_format)
+    try:
+        return asyncio.run(_serve(config))
+    except ConfigError as exc:
+        log.error("invalid configuration", extra={"error": str(exc)})
+        return 2
+    except KeyboardInterrupt:
+        return 0
+
+
+async def _serve(config: Config) -> int:
+    web_cfg = webconfig.load(config.web_config_file) if config.web_config_file else None
+    keep = keep_shard(config.shard, config.total_shards)
+    store = Store(keep=keep)
+    sink = TrackingSink(store, namespaces=config.namespaces, exclude=config.exclude_resources)
+    renderer = Renderer()
+    stats = ExporterStats(shard=config.shard, total_shards=config.total_shards)
+    pipeline = Pipeline(store, sink, renderer, stats, keep)
+    log.info("starting", extra={"version": __version__, "source": "files" if config.from_files else "kube",
+                                "shard": config.shard, "total_shards": config.total_shards})
+
+    tasks: list[asyncio.Task[None]] = []
+    stoppable: list[Stoppable] = []
+    if config.from_files is not None:
+        files = FileSource(config.from_files, sink, poll_interval=config.files_poll_interval)
+        source_synced: Callable[[], bool] = lambda: files.synced  # noqa: E731
+        resources: Callable[[], Iterable[ResourceStats]] = lambda: file_resources(files.stats)  # noqa: E731
+        tasks.append(asyncio.create_task(files.run(), name="files"))
+    else:
+        from exporter.sources.kube import KubeSource, KubeSourceConfig, SourceStats
+
+        kube_stats = SourceStats()
+        kube = KubeSource(sink, KubeSourceConfig(
+            kubeconfig=str(config.kubeconfig) if config.kubeconfig else None,
+            namespaces=config.namespaces, exclude_kinds=frozenset(config.exclude_resources),
+        ), stats=kube_stats)
+        try:
+            await kube.start()
+        except Exception as exc:
+            log.error("cannot connect to the Kubernetes API", extra={"error": str(exc)})
+            return 1
+        stoppable.append(kube)
+        source_synced = kube.all_synced
+        resources = lambda: kube_resources(kube_stats)  # noqa: E731
+
+    pipeline.source_synced = source_synced
+    exposition = Exposition(renderer, stats, lambda: pipeline.ready and source_synced(), resources)
+    runner = web.AppRunner(make_app(exposition, web_cfg), handle_signals=False, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, config.listen_host or None, config.listen_port,
+                       ssl_context=web_cfg.ssl_context() if web_cfg else None)
+    try:
+        await site.start()
+    except OSError as exc:
+        log.error("cannot listen", extra={"address": f"{config.listen_host}:{config.listen_port}",
+                                          "error": str(exc)})
+        await runner.cleanup()
+        return 1
+    log.info("listening", extra={
+        "address": f"{config.listen_host or '0.0.0.0'}:{config.listen_port}",
+        "tls": bool(web_cfg and web_cfg.tls), "basic_auth": bool(web_cfg and web_cfg.users),
+    })
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    tasks.append(asyncio.create_task(pipeline.run(), name="evaluation"))
+    tasks.append(asyncio.create_task(_report_sync(source_synced, store, renderer), name="sync-report"))
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    failed = [t for t in done if t is not stopper and t.exception() is not None]
+    for t in failed:
+        log.error("task failed", extra={"task": t.get_name(), "error": repr(t.exception())})
+    log.info("shutting down", extra={"reason": "signal" if stopper in done else "task failure"})
+    for t in [stopper, *tasks]:
+        t.cancel()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
+    for s in stoppable:
+        await s.stop()
+    await runner.cleanup()
+    return 1 if failed else 0
+
+
+async def _report_sync(synced: Callable[[], bool], store: Store, renderer: Renderer) -> None:
+    """Log sync progress until the source has listed everything, then once with the totals."""
+    started = time.monotonic()
+    while not synced():
+        await asyncio.sleep(5.0 if time.monotonic() - started > 5 else 0.2)
+        if not synced() and time.monotonic() - started > 5:
+            log.info("waiting for the first list of every resource", extra={"objects": store.count_by_kind()})
+    await asyncio.sleep(DEBOUNCE_SECONDS * 4)
+    log.info("synced", extra={"objects": store.count_by_kind(), "rendered_objects": len(renderer),
+                              "seconds": round(time.monotonic() - started, 3)})

@@ -1,0 +1,99 @@
+"""Command line: ``serve`` (the default) and ``evaluate``, flags parsed into a frozen Config.
+
+Owns the flag names (Prometheus-style, see README), ``--help`` text and exit codes: 0 on success,
+2 when a flag or a file given on the command line is wrong (the message says what to fix), 1 on
+a runtime failure. Owns no wiring: ``serve`` hands the Config to ``exporter.app``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from exporter import __version__
+from exporter.config import DEFAULT_LISTEN, OUTPUTS, Config, ConfigError, build
+from exporter.logging_setup import FORMATS, LEVELS
+
+COMMANDS = ("serve", "evaluate")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--log.level", dest="log_level", default="info", choices=LEVELS)
+    p.add_argument("--log.format", dest="log_format", default="text", choices=FORMATS)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(
+        prog="fleet-status-exporter",
+        description="Cluster API and Open Cluster Management status as Prometheus metrics.",
+    )
+    root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = root.add_subparsers(dest="command", metavar="{serve,evaluate}")
+
+    serve = sub.add_parser("serve", help="watch objects and serve /metrics (the default command)")
+    serve.add_argument("--kubeconfig", metavar="PATH",
+                       help="kubeconfig file (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
+    serve.add_argument("--from-files", metavar="PATH",
+                       help="read manifests from a file or directory instead of the Kubernetes API")
+    serve.add_argument("--web.listen-address", dest="listen_address", default=DEFAULT_LISTEN,
+                       metavar="HOST:PORT", help=f"address to serve on (default {DEFAULT_LISTEN})")
+    serve.add_argument("--web.config.file", dest="web_config_file", metavar="PATH",
+                       help="exporter-toolkit web configuration: TLS and basic auth")
+    serve.add_argument("--namespace", dest="namespaces", action="append", default=[], metavar="NS",
+                       help="watch only this namespace (repeatable; default all)")
+    serve.add_argument("--exclude-resource", dest="exclude_resources", action="append", default=[],
+                       metavar="KIND", help="do not watch this kind (repeatable)")
+    serve.add_argument("--shard", default="0", metavar="N|auto",
+                       help="this process's shard, 0-based; auto reads the ordinal from $POD_NAME")
+    serve.add_argument("--total-shards", type=int, default=1, metavar="M",
+                       help="number of shards (default 1)")
+    serve.add_argument("--files.poll-interval", dest="files_poll_interval", type=float, default=2.0,
+                       metavar="SECONDS", help="how often --from-files checks for changes (default 2)")
+    _common(serve)
+
+    evaluate = sub.add_parser("evaluate", help="evaluate manifests once and print the result")
+    evaluate.add_argument("--from-files", metavar="PATH", required=True,
+                          help="a manifest file or a directory of them")
+    evaluate.add_argument("--now", metavar="RFC3339", help="evaluate as of this time (default: now)")
+    evaluate.add_argument("--output", default="table", choices=OUTPUTS)
+    _common(evaluate)
+    return root
+
+
+def parse(argv: Sequence[str]) -> Config:
+    args = list(argv)
+    if not args or (args[0] not in COMMANDS and args[0] not in ("-h", "--help", "--version")):
+        args.insert(0, "serve")  # serve is the default command
+    ns = parser().parse_args(args)
+    values = vars(ns)
+    return build(**{k: v for k, v in values.items() if v is not None or k in ("command",)})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        config = parse(sys.argv[1:] if argv is None else argv)
+    except ConfigError as exc:
+        print(f"fleet-status-exporter: error: {exc}", file=sys.stderr)
+        return 2
+    if config.command == "evaluate":
+        return evaluate(config)
+    from exporter.app import serve  # imported late: evaluate needs no server
+
+    return serve(config)
+
+
+def evaluate(config: Config) -> int:
+    from exporter.engine.evaluate import evaluate_all
+    from exporter.report import render_evaluation
+    from exporter.sources.files import load
+
+    assert config.from_files is not None  # build() guarantees it for evaluate
+    loaded = load(config.from_files)
+    for error in loaded.errors:
+        print(f"fleet-status-exporter: cannot read {error}", file=sys.stderr)
+    now = config.now if config.now is not None else time.time()
+    results = evaluate_all(loaded.projections, now)
+    sys.stdout.write(render_evaluation(results, loaded.projections, config.output).rstrip("\n") + "\n")
+    return 1 if loaded.errors else 0

@@ -1,0 +1,167 @@
+"""The frozen run configuration and its validation.
+
+Owns ``Config`` (what the command line asked for, checked and normalised: listen address split,
+shard ordinal resolved, kinds canonicalised) and ``ConfigError``, whose message says what to fix;
+the CLI exits with status 2 on it. Owns no flag parsing (``cli``) and no wiring (``app``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Final
+
+from exporter.logging_setup import FORMATS, LEVELS
+from exporter.sharding import ordinal_from_pod_name
+
+DEFAULT_LISTEN: Final = ":9842"
+OUTPUTS: Final = ("json", "table")
+# Kinds --exclude-resource accepts; plural resource names are accepted too (machines, mwrs, ...).
+KINDS: Final = (
+    "Cluster", "ClusterClass", "KubeadmControlPlane", "MachineDeployment", "MachineSet", "Machine",
+    "MachinePool", "InfraMachinePool", "MachineHealthCheck", "ManifestWorkReplicaSet", "ManifestWork",
+    "ManagedCluster", "Placement", "PlacementDecision",
+)
+_ALIASES: Final = {
+    "mwrs": "ManifestWorkReplicaSet", "kcp": "KubeadmControlPlane", "mhc": "MachineHealthCheck",
+}
+
+
+class ConfigError(ValueError):
+    """A flag or file the user must fix; the message names it and says what is expected."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    command: str = "serve"
+    kubeconfig: Path | None = None
+    from_files: Path | None = None
+    listen_host: str = ""
+    listen_port: int = 9842
+    web_config_file: Path | None = None
+    namespaces: tuple[str, ...] = ()
+    exclude_resources: tuple[str, ...] = ()
+    shard: int = 0
+    total_shards: int = 1
+    log_level: str = "info"
+    log_format: str = "text"
+    files_poll_interval: float = 2.0
+    now: float | None = None
+    output: str = "table"
+
+
+def parse_listen_address(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--web.listen-address {value!r}: expected HOST:PORT or :PORT, e.g. :9842")
+    return host.strip("[]"), int(port)
+
+
+def canonical_kind(value: str) -> str:
+    wanted = value.strip().lower()
+    if wanted in _ALIASES:
+        return _ALIASES[wanted]
+    for kind in KINDS:
+        if wanted in (kind.lower(), kind.lower() + "s", kind.lower() + "es"):
+            return kind
+    raise ConfigError(f"--exclude-resource {value!r}: unknown kind; expected one of {', '.join(KINDS)}")
+
+
+def resolve_shard(shard: str, total: int, env: Mapping[str, str]) -> int:
+    if total < 1:
+        raise ConfigError(f"--total-shards {total}: must be at least 1")
+    if shard == "auto":
+        pod = env.get("POD_NAME", "")
+        ordinal = ordinal_from_pod_name(pod)
+        if ordinal is None:
+            raise ConfigError(
+                f"--shard auto: POD_NAME {pod!r} has no -<ordinal> suffix; set POD_NAME from the "
+                "StatefulSet pod name (fieldRef metadata.name) or pass --shard N"
+            )
+        index = ordinal
+    elif shard.isdigit():
+        index = int(shard)
+    else:
+        raise ConfigError(f"--shard {shard!r}: expected a number or 'auto'")
+    if index >= total:
+        raise ConfigError(f"--shard {index}: must be below --total-shards {total} (shards count from 0)")
+    return index
+
+
+def parse_now(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"--now {value!r}: expected an RFC3339 time such as 2026-11-20T12:00:00Z") from None
+    if parsed.tzinfo is None:
+        raise ConfigError(f"--now {value!r}: the time needs a zone, e.g. a trailing Z")
+    return parsed.timestamp()
+
+
+def build(
+    *,
+    command: str,
+    kubeconfig: str | None = None,
+    from_files: str | None = None,
+    listen_address: str = DEFAULT_LISTEN,
+    web_config_file: str | None = None,
+    namespaces: Sequence[str] = (),
+    exclude_resources: Sequence[str] = (),
+    shard: str = "0",
+    total_shards: int = 1,
+    log_level: str = "info",
+    log_format: str = "text",
+    files_poll_interval: float = 2.0,
+    now: str | None = None,
+    output: str = "table",
+    env: Mapping[str, str] | None = None,
+) -> Config:
+    """Check every value and return the frozen Config, or raise ConfigError naming the flag."""
+    host, port = parse_listen_address(listen_address)
+    if log_level not in LEVELS:
+        raise ConfigError(f"--log.level {log_level!r}: expected one of {', '.join(LEVELS)}")
+    if log_format not in FORMATS:
+        raise ConfigError(f"--log.format {log_format!r}: expected one of {', '.join(FORMATS)}")
+    if output not in OUTPUTS:
+        raise ConfigError(f"--output {output!r}: expected one of {', '.join(OUTPUTS)}")
+    if not files_poll_interval > 0:
+        raise ConfigError(f"--files.poll-interval {files_poll_interval}: must be positive (seconds)")
+    files = _existing(from_files, "--from-files", "a manifest file or a directory of them")
+    if command == "evaluate" and files is None:
+        raise ConfigError("evaluate needs --from-files PATH (a manifest file or a directory of them)")
+    if files is not None and kubeconfig is not None:
+        raise ConfigError("--kubeconfig and --from-files exclude each other: read a cluster or files")
+    for ns in namespaces:
+        if not ns or ns != ns.strip():
+            raise ConfigError(f"--namespace {ns!r}: expected a namespace name")
+    return Config(
+        command=command,
+        kubeconfig=_existing(kubeconfig, "--kubeconfig", "a kubeconfig file"),
+        from_files=files,
+        listen_host=host,
+        listen_port=port,
+        web_config_file=_existing(web_config_file, "--web.config.file", "a web configuration YAML file"),
+        namespaces=tuple(dict.fromkeys(namespaces)),
+        exclude_resources=tuple(dict.fromkeys(canonical_kind(k) for k in exclude_resources)),
+        shard=resolve_shard(shard, total_shards, os.environ if env is None else env),
+        total_shards=total_shards,
+        log_level=log_level,
+        log_format=log_format,
+        files_poll_interval=files_poll_interval,
+        now=parse_now(now),
+        output=output,
+    )
+
+
+def _existing(value: str | None, flag: str, what: str) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise ConfigError(f"{flag} {value}: no such file or directory (expected {what})")
+    return path

@@ -1,0 +1,136 @@
+"""The exporter's own metrics (``fleet_status_exporter_*``): declarations and scrape-time rendering.
+
+Owns the self-metric families (declared as data next to the object catalog, documented with it),
+``ResourceStats`` (what a source reports per watched resource: list/watch results, events,
+relists, objects, invalid objects, sync state) and ``ExporterStats`` (scrapes and evaluations).
+These few series are rendered fresh at every scrape. Owns no source: a source, or an adapter in
+the composition root, turns its own counters into ``ResourceStats``.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from exporter import __version__
+from exporter.metrics.exposition import Sample, header, sample_lines
+from exporter.metrics.spec import FamilySpec, MetricType, family
+
+P = "fleet_status_exporter"
+
+
+@dataclass(slots=True)
+class ResourceStats:
+    """One watched resource (a kind) as its source reports it."""
+
+    resource: str
+    synced: bool = False
+    lists: Mapping[str, int] = field(default_factory=dict)  # result (success|error) -> count
+    watches: Mapping[str, int] = field(default_factory=dict)
+    events: Mapping[str, int] = field(default_factory=dict)  # event type -> count
+    relists: int = 0
+    objects: int | None = None
+    invalid_objects: int = 0
+    last_event_time: float | None = None
+
+
+@dataclass(slots=True)
+class ExporterStats:
+    """Mutable counters the server and the evaluation loop update (event loop thread only)."""
+
+    last_scrape_duration: float | None = None
+    last_scrape_bytes: int | None = None
+    last_evaluation_duration: float | None = None
+    evaluations: int = 0
+    evaluated_groups: int = 0
+    shard: int = 0
+    total_shards: int = 1
+
+
+def _none(_: object) -> Iterable[Sample]:
+    return ()
+
+
+def _decl(name: str, help_text: str, type_: MetricType, labels: tuple[str, ...] = ()) -> FamilySpec:
+    return family(f"{P}_{name}", help_text, type_, labels, "exporter", _none, identity=False)
+
+
+FAMILIES: tuple[FamilySpec, ...] = (
+    _decl("build_info", "The exporter's version and the Python it runs on.", "info",
+          ("version", "python_version")),
+    _decl("scrape_duration_seconds", "How long the previous /metrics scrape took to build its body.",
+          "gauge"),
+    _decl("scrape_response_bytes", "The uncompressed size of the previous /metrics response.", "gauge"),
+    _decl("resource_synced", "1 once the first list of a resource has completed.", "gauge", ("resource",)),
+    _decl("list_total", "List requests per resource and result (success|error).", "counter",
+          ("resource", "result")),
+    _decl("watch_total", "Watch requests per resource and result.", "counter", ("resource", "result")),
+    _decl("events_total", "Watch events received per resource and type.", "counter", ("resource", "type")),
+    _decl("relists_total", "Relists of a resource (410 Gone, errors, file changes).", "counter",
+          ("resource",)),
+    _decl("objects", "Objects of a resource held by the exporter.", "gauge", ("resource",)),
+    _decl("invalid_objects", "Objects of a resource that could not be read (no identity, wrong shape).",
+          "gauge", ("resource",)),
+    _decl("last_event_timestamp_seconds", "When the last event of a resource arrived (Unix seconds).",
+          "gauge", ("resource",)),
+    _decl("evaluation_duration_seconds", "How long the last evaluation pass took.", "gauge"),
+    _decl("evaluations_total", "Evaluation passes run.", "counter"),
+    _decl("evaluated_groups_total", "Evaluation groups (a Cluster with its objects, an MWRS with its works) "
+          "evaluated.", "counter"),
+    _decl("rendered_objects_total", "Objects whose exposition lines were rendered again after a change.",
+          "counter"),
+    _decl("cached_objects", "Objects whose rendered lines the exporter holds.", "gauge"),
+    _decl("shard_ordinal", "The shard this process serves (0-based).", "gauge"),
+    _decl("total_shards", "The number of shards the objects are divided into.", "gauge"),
+)
+_HEADERS = {f.name: header(f.name, f.help, f.exposition_type) for f in FAMILIES}
+_LABELS = {f.name: f.labels for f in FAMILIES}
+
+
+def render(
+    stats: ExporterStats,
+    resources: Iterable[ResourceStats],
+    *,
+    rendered_objects: int,
+    cached_objects: int,
+) -> bytes:
+    """The self-metrics block of one scrape."""
+    res = sorted(resources, key=lambda r: r.resource)
+    samples: dict[str, list[Sample]] = {
+        "build_info": [((__version__, platform.python_version()), 1.0)],
+        "scrape_duration_seconds": _opt(stats.last_scrape_duration),
+        "scrape_response_bytes": _opt(stats.last_scrape_bytes),
+        "resource_synced": [((r.resource,), float(r.synced)) for r in res],
+        "list_total": _by(res, lambda r: r.lists),
+        "watch_total": _by(res, lambda r: r.watches),
+        "events_total": _by(res, lambda r: r.events),
+        "relists_total": [((r.resource,), float(r.relists)) for r in res],
+        "objects": [((r.resource,), float(r.objects)) for r in res if r.objects is not None],
+        "invalid_objects": [((r.resource,), float(r.invalid_objects)) for r in res],
+        "last_event_timestamp_seconds": [
+            ((r.resource,), r.last_event_time) for r in res if r.last_event_time is not None
+        ],
+        "evaluation_duration_seconds": _opt(stats.last_evaluation_duration),
+        "evaluations_total": [((), float(stats.evaluations))],
+        "evaluated_groups_total": [((), float(stats.evaluated_groups))],
+        "rendered_objects_total": [((), float(rendered_objects))],
+        "cached_objects": [((), float(cached_objects))],
+        "shard_ordinal": [((), float(stats.shard))],
+        "total_shards": [((), float(stats.total_shards))],
+    }
+    chunks: list[bytes] = []
+    for short, items in samples.items():
+        name = f"{P}_{short}"
+        if items:
+            chunks.append(_HEADERS[name])
+            chunks.append(sample_lines(name, "", _LABELS[name], items).encode())
+    return b"".join(chunks)
+
+
+def _opt(value: float | None) -> list[Sample]:
+    return [((), float(value))] if value is not None else []
+
+
+def _by(res: Iterable[ResourceStats], read: Callable[[ResourceStats], Mapping[str, int]]) -> list[Sample]:
+    return [((r.resource, key), float(n)) for r in res for key, n in sorted(read(r).items())]
