@@ -134,3 +134,16 @@ def chart_copies(kind: str, chart: Path = CHART) -> list[Path]:
     """The chart's copies under files/<kind>/ (alerts or dashboards)."""
     directory = chart / "files" / kind
     return sorted(p for p in directory.glob("*") if p.is_file()) if directory.is_dir() else []
+
+
+def chart_copy(
+    dest: Path, alerts: Mapping[str, str] | None = None, dashboards: Mapping[str, str] | None = None
+) -> Path:
+    """A copy of the chart whose files/ holds exactly the given rule files and dashboards."""
+    chart = dest / CHART.name
+    shutil.copytree(CHART, chart, ignore=shutil.ignore_patterns("files"))
+    for kind, files in (("alerts", alerts), ("dashboards", dashboards)):
+        (chart / "files" / kind).mkdir(parents=True)
+        for name, text in (files or {}).items():
+            (chart / "files" / kind / name).write_text(text)
+    return chart

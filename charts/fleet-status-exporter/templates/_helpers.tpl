@@ -158,7 +158,8 @@ Name of the Secret holding the web configuration, empty when --web.config.file i
 Resource-name suffix derived from a bundled file path: files/alerts/capi_alerts.yaml -> capi-alerts.
 */}}
 {{- define "fleet-status-exporter.fileSuffix" -}}
-{{- base . | splitList "." | initial | join "." | lower | regexReplaceAll "[^a-z0-9-]+" "-" | trimAll "-" }}
+{{- $stem := base . | splitList "." | initial | join "." | lower }}
+{{- regexReplaceAll "[^a-z0-9-]+" $stem "-" | trimAll "-" }}
 {{- end }}
 
 {{/*
