@@ -88,17 +88,23 @@ def _cluster_info(o: Cluster) -> tuple[str, ...]:
     )
 
 
+_CLUSTER_COUNTERS = (
+    ("desired_replicas", "desiredReplicas", "desired"),
+    ("replicas", "replicas", "existing"),
+    ("replicas_ready", "readyReplicas", "ready"),
+    ("replicas_available", "availableReplicas", "available"),
+    ("replicas_uptodate", "upToDateReplicas", "up-to-date"),
+)
+
+
 def _cluster_counters() -> Iterable[FamilySpec]:
-    for part, label in (("controlPlane", "controlplane"), ("workers", "workers")):
-        yield counter_family(
-            f"capi_cluster_status_{label}_desired_replicas",
-            f"The desired number of {part} replicas of a Cluster (status.{part}.desiredReplicas).",
-            f"{part}.desiredReplicas",
-        )
-        for suffix, key, text in REPLICA_COUNTERS:
+    parts = (("controlPlane", "controlplane", "control plane"), ("workers", "workers", "worker"))
+    for part, label, noun in parts:
+        for suffix, key, adjective in _CLUSTER_COUNTERS:
             yield counter_family(
-                f"capi_cluster_status_{label}_{suffix.removeprefix('status_')}",
-                f"{text[:-1].replace('replicas', f'{part} replicas', 1)} of a Cluster (status.{part}.{key}).",
+                f"capi_cluster_status_{label}_{suffix}",
+                f"The number of {adjective} {noun} replicas of a Cluster (status.{part}.{key}), "
+                "computed from its objects when the controller does not report it.",
                 f"{part}.{key}",
             )
 

@@ -8,6 +8,7 @@ described by their work-level conditions only, never by ``status.resourceStatus`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
@@ -16,7 +17,6 @@ from exporter.engine.model import (
     ManifestWork,
     ManifestWorkReplicaSet,
     Placement,
-    PlacementSummary,
 )
 from exporter.metrics.common import (
     condition_families,
@@ -34,11 +34,12 @@ P_MWRS = "ocm_manifestworkreplicaset"
 IDENTITY = ("name", "namespace", "uid")
 CLUSTER_IDENTITY = ("name", "uid")  # ManagedClusters are cluster-scoped
 
-MWRS_PHASES: Final = ("Pending", "Progressing", "Ready", "Failed", "Unknown")
+MWRS_PHASES: Final = ("Ready", "Progressing", "Failed", "Unknown")
 # The rollout status of one cluster's ManifestWork, as the OCM rollout library names it.
-ROLLOUT_STATUSES: Final = ("ToApply", "Progressing", "Succeeded", "Failed", "TimeOut", "Skip")
+ROLLOUT_STATUSES: Final = ("ToApply", "Progressing", "Succeeded", "Failed")
+MANAGEDCLUSTER_PHASES: Final = ("Available", "Unavailable", "Unknown")
 DESIRED_CLUSTERS_KEY: Final = "desiredClusters"
-ROLLOUT_KEY_PREFIX: Final = "rollout."
+_PLACEMENT_KEY = re.compile(r"^placements\[(?P<name>[^\]]*)\]\.(?P<field>\w+)$")
 
 _SUMMARY_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("clusters", "total", "The number of clusters with an up-to-date ManifestWork (summary.total)"),
@@ -47,35 +48,36 @@ _SUMMARY_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("progressing", "progressing", "The number of clusters whose ManifestWork is Progressing"),
     ("degraded", "degraded", "The number of clusters whose ManifestWork is Degraded (summary.degraded)"),
 )
+_ROLLOUT_EXTRA: tuple[tuple[str, str, str], ...] = (
+    ("outdated", "rollout.outdated", "whose ManifestWork does not match the current template"),
+    ("missing", "rollout.missing", "selected by a placement but without a ManifestWork"),
+    ("without_progressing", "rollout.withoutProgressing",
+     "whose ManifestWork reports no Progressing condition (the template has no condition rule for it, "
+     "so the rollout can never complete)"),
+    ("unavailable", "rollout.unavailableClusters",
+     "whose ManagedCluster is not available (their ManifestWork status is stale)"),
+)
 
 
 def _summary_family(suffix: str, attr: str, text: str) -> FamilySpec:
-    def read(o: ManifestWorkReplicaSet) -> float | None:
-        value: int = getattr(o.summary, attr)
-        return float(value) if o.status_reported else None
-
-    return field_family(f"{P_MWRS}_status_summary_{suffix}", f"{text}.", f"status.summary.{attr}", read)
+    return counter_family(f"{P_MWRS}_status_summary_{suffix}", f"{text}.", f"summary.{attr}")
 
 
-def _placement_family(suffix: str, attr: str, text: str) -> FamilySpec:
+def _per_placement(s: Subject[ManifestWorkReplicaSet], field: str) -> Iterable[Sample]:
+    for key, value in s.result.counters.items():
+        match = _PLACEMENT_KEY.match(key)
+        if match and match["field"] == field and value is not None:
+            yield (match["name"],), float(value)
+
+
+def _placement_family(suffix: str, field: str, text: str) -> FamilySpec:
     def extract(s: Subject[ManifestWorkReplicaSet]) -> Iterable[Sample]:
-        return [((p.name,), float(getattr(p.summary, attr))) for p in _placements(s.obj)]
+        return _per_placement(s, field)
 
     return family(
-        f"{P_MWRS}_placement_summary_{suffix}", f"{text}, per placement.", "gauge", ("placement",),
-        f"status.placementSummary[].summary.{attr}", extract,
+        f"{P_MWRS}_placement_{suffix}", f"{text}, per placement of a ManifestWorkReplicaSet.", "gauge",
+        ("placement",), f"status.placementSummary[].summary.{field}", extract,
     )
-
-
-def _placements(o: ManifestWorkReplicaSet) -> Iterable[PlacementSummary]:
-    # A placement listed twice would give duplicate series; the first entry wins.
-    return {p.name: p for p in reversed(o.placement_summaries)}.values()
-
-
-def _placement_selected(s: Subject[ManifestWorkReplicaSet]) -> Iterable[Sample]:
-    return [
-        ((p.name,), float(p.selected_clusters)) for p in _placements(s.obj) if p.selected_clusters is not None
-    ]
 
 
 def _placement_refs(s: Subject[ManifestWorkReplicaSet]) -> Iterable[Sample]:
@@ -85,9 +87,10 @@ def _placement_refs(s: Subject[ManifestWorkReplicaSet]) -> Iterable[Sample]:
 
 def _rollout(s: Subject[ManifestWorkReplicaSet]) -> Iterable[Sample]:
     counters = s.result.counters
-    if not any(k.startswith(ROLLOUT_KEY_PREFIX) for k in counters):
+    keys = [(st, f"rollout.{st[0].lower()}{st[1:]}") for st in ROLLOUT_STATUSES]
+    if not any(key in counters for _, key in keys):
         return []
-    return [((st,), float(counters.get(ROLLOUT_KEY_PREFIX + st) or 0)) for st in ROLLOUT_STATUSES]
+    return [((st,), float(counters.get(key) or 0)) for st, key in keys]
 
 
 MWRS = KindSpec("ManifestWorkReplicaSet", P_MWRS, IDENTITY, (
@@ -108,15 +111,16 @@ MWRS = KindSpec("ManifestWorkReplicaSet", P_MWRS, IDENTITY, (
     family(
         f"{P_MWRS}_rollout_clusters",
         "The number of clusters of a ManifestWorkReplicaSet in each rollout status, "
-        "from their ManifestWorks.",
+        "from their ManifestWorks (the status the OCM rollout strategy acts on).",
         "gauge", ("status",), "ManifestWorks (rollout status per cluster)", _rollout,
     ),
-    *(_placement_family(*f) for f in _SUMMARY_FIELDS),
-    family(
-        f"{P_MWRS}_placement_selected_clusters",
-        "The number of clusters a placement selects, as the ManifestWorkReplicaSet last saw it.",
-        "gauge", ("placement",), "status.placementSummary[].availableDecisionGroups", _placement_selected,
+    *(
+        counter_family(f"{P_MWRS}_rollout_{suffix}_clusters",
+                       f"The number of clusters of a ManifestWorkReplicaSet {text}.", key)
+        for suffix, key, text in _ROLLOUT_EXTRA
     ),
+    _placement_family("desired_clusters", "desiredClusters", "The number of clusters a Placement selects"),
+    *(_placement_family(f"summary_{suffix}", attr, text) for suffix, attr, text in _SUMMARY_FIELDS),
     *condition_families(P_MWRS, "ManifestWorkReplicaSet"),
     *metadata_families(P_MWRS, "ManifestWorkReplicaSet", paused_annotation=False),
     findings_family(f"{P_MWRS}_finding", "ManifestWorkReplicaSet", with_cluster=False),
@@ -149,6 +153,13 @@ def _placement_number(read: Callable[[Placement], int | None]) -> Callable[[Any]
 
 MANIFESTWORK = KindSpec("ManifestWork", "ocm_manifestwork", IDENTITY, _with(
     "ocm_manifestwork", "ManifestWork",
+    family(
+        "ocm_manifestwork_rollout_status",
+        "The rollout status of a ManifestWork owned by a ManifestWorkReplicaSet, one series per status "
+        f"({', '.join(ROLLOUT_STATUSES)}).",
+        "stateset", ("status",), "status.conditions (Applied, Progressing, Degraded)",
+        lambda s: [((st,), float(st == s.result.phase)) for st in ROLLOUT_STATUSES] if s.result.phase else [],
+    ),
     info_family(
         "ocm_manifestwork_info", "Information about a ManifestWork (its namespace is the managed cluster).",
         ("manifestworkreplicaset_namespace", "manifestworkreplicaset_name", "placement"), _mw_info,
@@ -158,6 +169,8 @@ MANIFESTWORK = KindSpec("ManifestWork", "ocm_manifestwork", IDENTITY, _with(
 
 MANAGEDCLUSTER = KindSpec("ManagedCluster", "ocm_managedcluster", CLUSTER_IDENTITY, _with(
     "ocm_managedcluster", "ManagedCluster",
+    phase_family("ocm_managedcluster", "ManagedCluster (from ManagedClusterConditionAvailable)",
+                 MANAGEDCLUSTER_PHASES, compat=False),
     info_family(
         "ocm_managedcluster_info", "Information about a ManagedCluster.", (), lambda o: (), "metadata",
         compat=False,
