@@ -287,3 +287,105 @@ def kcp(name: str = "kcp1", *, external_etcd: bool = False) -> KubeadmControlPla
     return KubeadmControlPlane(meta=capi_meta("KubeadmControlPlane", name,
                                               api_version="controlplane.cluster.x-k8s.io/v1beta2"),
                                cluster_name=CLUSTER, external_etcd=external_etcd, reported=Counters())
+
+
+# ---- Cluster API: control plane, MachinePool, Cluster (appended for the KCP / pool / Cluster tests) --
+
+import dataclasses  # noqa: E402  (appended section: imports of its own keep the file append-only)
+
+from exporter.engine.model import ClusterClass, InfraMachinePool, MachinePool, OwnerRef  # noqa: E402
+
+KCP_API = "controlplane.cluster.x-k8s.io/v1beta2"
+INFRA_API = "infrastructure.cluster.x-k8s.io/v1beta2"
+CP_COMPONENTS = ("APIServerPodHealthy", "ControllerManagerPodHealthy", "SchedulerPodHealthy",
+                 "EtcdPodHealthy")
+
+
+def owned_by(meta: Meta, kind: str, name: str) -> Meta:
+    return dataclasses.replace(meta, owner_refs=(OwnerRef(kind=kind, name=name, controller=True),))
+
+
+def cp_machine(name: str, *, kcp_name: str = "kcp1", components: Status | None = T, etcd: Status | None = T,
+               message: str = "", extra: Iterable[Condition] = (), base: Iterable[Condition] | None = None,
+               provider_id: str = "docker://x", node_name: str = "", version: str = "v1.30.0",
+               **fields: object) -> Machine:
+    """A control plane Machine with its per-Machine pod/etcd conditions (None leaves them out)."""
+    pods = () if components is None else tuple(cond(t, components, "", message) for t in CP_COMPONENTS)
+    member = () if etcd is None else (cond("EtcdMemberHealthy", etcd, "", message),)
+    own = healthy_machine_conditions() if base is None else tuple(base)
+    return machine(name, (*own, *pods, *member, *extra), control_plane_name=kcp_name,
+                   provider_id=provider_id, node_name=node_name or f"{name}-node", version=version,
+                   **fields)
+
+
+def control_plane(name: str = "kcp1", *, replicas: int | None = 3, initialized: bool | None = True,
+                  external_etcd: bool = False, conditions: Iterable[Condition] = (), version: str = "v1.30.0",
+                  deleted_ago: float | None = None, paused: bool = False, layout: str = "v1beta2",
+                  v1beta1: Iterable[Condition] = ()) -> KubeadmControlPlane:
+    """A KubeadmControlPlane; CertificatesAvailable True unless ``conditions`` says otherwise."""
+    own = tuple(conditions)
+    if layout != "v1beta1" and not any(c.type == "CertificatesAvailable" for c in own):
+        own = (*own, cond("CertificatesAvailable", T, "Available"))
+    return KubeadmControlPlane(
+        meta=capi_meta("KubeadmControlPlane", name, deleted_ago=deleted_ago, api_version=KCP_API),
+        cluster_name=CLUSTER, conditions=own, v1beta1_conditions=tuple(v1beta1), layout=layout,
+        replicas=replicas, initialized=initialized, external_etcd=external_etcd, version=version,
+        paused_annotation=paused, reported=Counters(desired=replicas),
+    )
+
+
+def machine_pool(name: str = "mp1", replicas: int | None = 3, *, status_replicas: int | None = 3,
+                 provisioned: bool | None = True, provider_ids: Iterable[str] | None = None,
+                 deleted_ago: float | None = None, age: float = 3600.0, phase: str = "",
+                 infra_kind: str = "DockerMachinePool", infra_name: str = "", paused: bool = False,
+                 v1beta1: Iterable[Condition] = (), **fields: object) -> MachinePool:
+    """A MachinePool whose providerIDList matches status.replicas unless ``provider_ids`` is given."""
+    ids = tuple(provider_ids) if provider_ids is not None else tuple(
+        f"docker://{name}-{i}" for i in range(status_replicas or 0))
+    return MachinePool(
+        meta=capi_meta("MachinePool", name, deleted_ago=deleted_ago, age=age), cluster_name=CLUSTER,
+        replicas=replicas, provider_id_list=ids, infrastructure_provisioned=provisioned, phase=phase,
+        infrastructure_ref=Ref(infra_kind, infra_name or f"{name}-infra", "infrastructure.cluster.x-k8s.io"),
+        paused_annotation=paused, v1beta1_conditions=tuple(v1beta1),
+        reported=Counters(desired=replicas, replicas=status_replicas), **fields,  # type: ignore[arg-type]
+    )
+
+
+def infra_machine_pool(pool: str = "mp1", *, replicas: int | None = 3, provisioned: bool | None = True,
+                       ready: bool | None = None, provider_ids: Iterable[str] | None = None,
+                       conditions: Iterable[Condition] = (), v1beta1: Iterable[Condition] = (),
+                       kind: str = "DockerMachinePool", age: float = 3600.0,
+                       **fields: object) -> InfraMachinePool:
+    ids = tuple(provider_ids) if provider_ids is not None else tuple(
+        f"docker://{pool}-{i}" for i in range(replicas or 0))
+    return InfraMachinePool(
+        meta=capi_meta(kind, f"{pool}-infra", api_version=INFRA_API, age=age), cluster_name=CLUSTER,
+        conditions=tuple(conditions), v1beta1_conditions=tuple(v1beta1), provider_id_list=ids,
+        replicas=replicas, provisioned=provisioned, ready=ready, **fields,  # type: ignore[arg-type]
+    )
+
+
+def pool_machine(name: str, pool: str = "mp1", conditions: Iterable[Condition] | None = None,
+                 **fields: object) -> Machine:
+    return machine(name, conditions, pool_name=pool, **fields)
+
+
+def cluster_object(name: str = CLUSTER, *, cp_ref: str | None = "KubeadmControlPlane/kcp1",
+                   infra_ref: str | None = "DockerCluster/c1", topology_class: str = "",
+                   gates: tuple[Gate, ...] | None = None, conditions: Iterable[Condition] = (),
+                   v1beta1: Iterable[Condition] = (), layout: str = "v1beta2",
+                   deleted_ago: float | None = None, phase: str = "", **fields: object) -> Cluster:
+    """A Cluster; refs are "Kind/name" strings, None for unset."""
+    def ref(text: str | None) -> Ref | None:
+        return None if text is None else Ref(*text.split("/", 1))
+
+    return Cluster(
+        meta=capi_meta("Cluster", name, deleted_ago=deleted_ago), cluster_name=name,
+        conditions=tuple(conditions), v1beta1_conditions=tuple(v1beta1), layout=layout,
+        control_plane_ref=ref(cp_ref), infrastructure_ref=ref(infra_ref), topology_class=topology_class,
+        availability_gates=gates, phase=phase, **fields,  # type: ignore[arg-type]
+    )
+
+
+def cluster_class(name: str, gates: tuple[Gate, ...] | None) -> ClusterClass:
+    return ClusterClass(meta=capi_meta("ClusterClass", name), availability_gates=gates)
