@@ -67,19 +67,20 @@ def _paused_annotation(s: Subject[Any]) -> Iterable[Sample]:
     return [((s.obj.meta.annotations.get(PAUSED_ANNOTATION, "true"),), 1.0)]
 
 
-def condition_families(prefix: str, kind: str) -> tuple[FamilySpec, ...]:
+def condition_families(prefix: str, kind: str, *, compat: bool = True) -> tuple[FamilySpec, ...]:
+    """``compat``: the names and labels are those of the Cluster API kube-state-metrics config."""
     return (
         family(
             f"{prefix}_status_condition",
             f"The current status of each condition of a {kind}: the controller's v1beta2 condition, "
             "or the exporter's computed one where the controller reports none.",
-            "stateset", ("type", "status"), "status.conditions (effective)", _conditions, compat=True,
+            "stateset", ("type", "status"), "status.conditions (effective)", _conditions, compat=compat,
         ),
         family(
             f"{prefix}_status_condition_last_transition_time",
             f"The lastTransitionTime of each effective condition of a {kind}, in Unix seconds.",
             "gauge", ("type", "status"), "status.conditions[].lastTransitionTime", _transition_times,
-            compat=True,
+            compat=compat,
         ),
         family(
             f"{prefix}_status_condition_reason",
@@ -101,11 +102,13 @@ def condition_families(prefix: str, kind: str) -> tuple[FamilySpec, ...]:
     )
 
 
-def metadata_families(prefix: str, kind: str, *, paused_annotation: bool = True) -> tuple[FamilySpec, ...]:
+def metadata_families(
+    prefix: str, kind: str, *, paused_annotation: bool = True, compat: bool = True
+) -> tuple[FamilySpec, ...]:
     out = [
         family(
             f"{prefix}_created", f"Unix creation timestamp of a {kind}.", "gauge", (),
-            "metadata.creationTimestamp", _created, compat=True,
+            "metadata.creationTimestamp", _created, compat=compat,
         ),
         family(
             f"{prefix}_deletion_timestamp_seconds",

@@ -121,8 +121,8 @@ MWRS = KindSpec("ManifestWorkReplicaSet", P_MWRS, IDENTITY, (
     ),
     _placement_family("desired_clusters", "desiredClusters", "The number of clusters a Placement selects"),
     *(_placement_family(f"summary_{suffix}", attr, text) for suffix, attr, text in _SUMMARY_FIELDS),
-    *condition_families(P_MWRS, "ManifestWorkReplicaSet"),
-    *metadata_families(P_MWRS, "ManifestWorkReplicaSet", paused_annotation=False),
+    *condition_families(P_MWRS, "ManifestWorkReplicaSet", compat=False),
+    *metadata_families(P_MWRS, "ManifestWorkReplicaSet", paused_annotation=False, compat=False),
     findings_family(f"{P_MWRS}_finding", "ManifestWorkReplicaSet", with_cluster=False),
 ))
 
@@ -132,8 +132,8 @@ OCM_FINDINGS = findings_family("ocm_finding", "Open Cluster Management", with_cl
 def _with(prefix: str, kind: str, *extra: FamilySpec) -> tuple[FamilySpec, ...]:
     return (
         *extra,
-        *condition_families(prefix, kind),
-        *metadata_families(prefix, kind, paused_annotation=False),
+        *condition_families(prefix, kind, compat=False),
+        *metadata_families(prefix, kind, paused_annotation=False, compat=False),
         OCM_FINDINGS,
     )
 
