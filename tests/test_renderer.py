@@ -1,0 +1,174 @@
+"""The renderer: per-object fragments, effective conditions, contiguous families, cache reuse, removal."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.engine.model import (
+    Condition,
+    Finding,
+    Machine,
+    MachineDeployment,
+    ManagedCluster,
+    Meta,
+    Result,
+    Status,
+)
+from exporter.metrics.renderer import Renderer, render_fleet
+
+T, F, U = Status.TRUE, Status.FALSE, Status.UNKNOWN
+GROUP = ("capi", "ns", "c1")
+
+
+def machine(name: str = "m1", *, layout: str = "v1beta2", version: str = "v1.30.0") -> Machine:
+    return Machine(
+        meta=Meta(kind="Machine", api_version="cluster.x-k8s.io/v1beta2", namespace="ns", name=name,
+                  uid=f"uid-{name}", creation_timestamp=1_700_000_000.0),
+        cluster_name="c1", layout=layout, version=version, phase="Running", node_name=f"node-{name}",
+        addresses=(("InternalIP", "10.0.0.1"), ("Hostname", name)),
+    )
+
+
+def result(obj, *, reported=(), computed=(), counters=None, findings=(), phase=None) -> Result:
+    return Result(key=obj.key, api_version=obj.meta.api_version, uid=obj.meta.uid,
+                  cluster_name=obj.cluster_name, reported=tuple(reported), computed=tuple(computed), counters=counters or {}, phase=phase,
+                  findings=tuple(findings), layout=obj.layout)
+
+
+def samples(body: bytes) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    out = {}
+    for fam in text_string_to_metric_families(body.decode()):
+        for s in fam.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(body: bytes, metric: str, **labels: str) -> float | None:
+    for (n, ls), v in samples(body).items():
+        if n == metric and set(labels.items()) <= ls:
+            return v
+    return None
+
+
+def test_effective_condition_is_the_reported_one_else_the_computed_one():
+    m = machine()
+    r = result(m, reported=[Condition("Ready", F, "NotReady")],
+               computed=[Condition("Ready", T, "Ready"),
+                         Condition("Available", F, "NotReady", "", 1_700_000_100.0)])
+    body = render_fleet([m], [r])
+    assert value(body, "capi_machine_status_condition", type="Ready", status="False") == 1
+    assert value(body, "capi_machine_status_condition", type="Ready", status="True") == 0
+    assert value(body, "capi_machine_status_condition", type="Available", status="False") == 1
+    assert value(body, "capi_machine_status_condition_computed", type="Ready") == 0
+    assert value(body, "capi_machine_status_condition_computed", type="Available") == 1
+    assert value(body, "capi_machine_status_condition_mismatch", type="Ready") == 1
+    assert value(body, "capi_machine_status_condition_mismatch", type="Available") is None
+    assert value(body, "capi_machine_status_condition_reason", type="Ready", reason="NotReady") == 1
+    assert value(body, "capi_machine_status_condition_last_transition_time", type="Available",
+                 status="False") == 1_700_000_100.0
+
+
+def test_v1beta1_conditions_never_count_as_effective():
+    m = machine(layout="v1beta1")
+    r = result(m, reported=[Condition("Ready", T, "")], computed=[Condition("Ready", F, "NotReady")])
+    body = render_fleet([m], [r])
+    assert value(body, "capi_machine_status_condition", type="Ready", status="False") == 1
+    assert value(body, "capi_machine_status_condition_computed", type="Ready") == 1
+
+
+def test_identity_labels_and_ksm_families():
+    m = machine()
+    body = render_fleet([m], [result(m, phase="Running")])
+    ident = {"name": "m1", "namespace": "ns", "uid": "uid-m1", "cluster_name": "c1"}
+    assert value(body, "capi_machine_info", version="v1.30.0", **ident) == 1
+    assert value(body, "capi_machine_status_phase", phase="Running", **ident) == 1
+    assert value(body, "capi_machine_status_phase", phase="Deleting", **ident) == 0
+    assert value(body, "capi_machine_status_noderef", node_name="node-m1") == 1
+    assert value(body, "capi_machine_addresses", address="10.0.0.1", type="InternalIP") == 1
+    assert value(body, "capi_machine_created") == 1_700_000_000
+
+
+def test_unset_counters_are_absent_not_zero():
+    md = MachineDeployment(meta=Meta(kind="MachineDeployment", api_version="cluster.x-k8s.io/v1beta2",
+                                     namespace="ns", name="md1"), cluster_name="c1", replicas=None)
+    body = render_fleet([md], [result(md, counters={"replicas": 3, "readyReplicas": None})])
+    assert value(body, "capi_machinedeployment_status_replicas") == 3
+    assert value(body, "capi_machinedeployment_status_replicas_ready") is None
+    assert value(body, "capi_machinedeployment_spec_replicas") is None
+
+
+def test_findings_count_per_code_and_bounded_reasons():
+    m = machine()
+    r = result(m, reported=[Condition("Ready", F, "free text from a provider")],
+               findings=[Finding("MalformedField", "a"), Finding("MalformedField", "b")])
+    body = render_fleet([m], [r])
+    assert value(body, "capi_finding", kind="Machine", code="MalformedField", severity="warning") == 2
+    assert value(body, "capi_machine_status_condition_reason", type="Ready", reason="Other") == 1
+
+
+def test_label_values_are_escaped():
+    m = replace(machine(), version='v1 "quoted" \\ back\nline')
+    body = render_fleet([m], [result(m)])
+    assert value(body, "capi_machine_info", version='v1 "quoted" \\ back\nline') == 1
+
+
+def test_families_are_contiguous_with_one_header_each():
+    renderer = Renderer()
+    objs = [machine(f"m{i}") for i in range(3)]
+    for i, m in enumerate(objs):
+        renderer.update_group(("capi", "ns", f"c{i}"), [(m, result(m, phase="Running"))])
+    body = renderer.render_body().decode()
+    current, finished = None, set()
+    for line in body.splitlines():
+        if line.startswith("# HELP"):
+            name = line.split()[2]
+            assert name not in finished, f"{name} has two header blocks"
+            if current:
+                finished.add(current)
+            current = name
+        elif not line.startswith("#"):
+            assert line.split("{")[0].split(" ")[0] == current, line
+    assert body.count("# TYPE capi_machine_info gauge") == 1
+
+
+def test_unchanged_objects_are_not_rendered_again_and_blobs_are_reused():
+    renderer = Renderer()
+    m = machine()
+    r = result(m, phase="Running")
+    renderer.update_group(GROUP, [(m, r)])
+    first = renderer.render_body()
+    renderer.update_group(GROUP, [(m, r)])
+    assert renderer.renders == 1
+    snap = renderer.snapshot()
+    assert all(not isinstance(part, list) for _, part in snap._parts), "every family should be cached"
+    assert renderer.render_body() == first
+
+
+def test_changed_object_replaces_its_lines_and_removed_object_vanishes():
+    renderer = Renderer()
+    m1, m2 = machine("m1"), machine("m2")
+    renderer.update_group(GROUP, [(m1, result(m1, phase="Running")), (m2, result(m2, phase="Running"))])
+    renderer.render_body()
+    m1b = replace(m1, version="v1.31.0")
+    renderer.update_group(GROUP, [(m1b, result(m1b, phase="Deleting"))])
+    body = renderer.render_body()
+    assert value(body, "capi_machine_info", name="m1", version="v1.31.0") == 1
+    assert value(body, "capi_machine_info", name="m1", version="v1.30.0") is None
+    assert value(body, "capi_machine_status_phase", name="m1", phase="Deleting") == 1
+    assert b'name="m2"' not in body
+    renderer.remove_group(GROUP)
+    assert b"capi_machine" not in renderer.render_body()
+    assert len(renderer) == 0
+
+
+def test_object_without_result_renders_its_reported_conditions():
+    mc = ManagedCluster(meta=Meta(kind="ManagedCluster", api_version="cluster.open-cluster-management.io/v1",
+                                  namespace="", name="spoke1", uid="u1"),
+                        conditions=(Condition("ManagedClusterConditionAvailable", U,
+                                              "ManagedClusterLeaseUpdateStopped"),))
+    body = render_fleet([mc], [])
+    assert value(body, "ocm_managedcluster_status_condition", name="spoke1",
+                 type="ManagedClusterConditionAvailable", status="Unknown") == 1
+    assert value(body, "ocm_managedcluster_info", name="spoke1", uid="u1") == 1
