@@ -33,8 +33,8 @@ def machine(name: str = "m1", *, layout: str = "v1beta2", version: str = "v1.30.
 
 def result(obj, *, reported=(), computed=(), counters=None, findings=(), phase=None) -> Result:
     return Result(key=obj.key, api_version=obj.meta.api_version, uid=obj.meta.uid,
-                  cluster_name=obj.cluster_name, reported=tuple(reported), computed=tuple(computed), counters=counters or {}, phase=phase,
-                  findings=tuple(findings), layout=obj.layout)
+                  cluster_name=obj.cluster_name, reported=tuple(reported), computed=tuple(computed),
+                  counters=counters or {}, phase=phase, findings=tuple(findings), layout=obj.layout)
 
 
 def samples(body: bytes) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
