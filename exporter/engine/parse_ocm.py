@@ -44,6 +44,7 @@ OWNER_LABEL: Final = "work.open-cluster-management.io/manifestworkreplicaset"
 PLACEMENT_LABEL: Final = "work.open-cluster-management.io/placementname"
 DECISION_PLACEMENT_LABEL: Final = "cluster.open-cluster-management.io/placement"
 PROGRESSING: Final = "Progressing"
+UNREADABLE_OBJECT: Final = "<reader error>"  # the path of the problem recorded when a reader fails
 
 _DECISION_GROUPS_TEXT = re.compile(r"^\s*(\d{1,9}) \((\d{1,9}) / (\d{1,9}) clusters applied\)\s*$")
 _SUMMARY_INTS: Final = ("total", "available", "progressing", "degraded")
@@ -66,7 +67,7 @@ def project_ocm(raw: Mapping[str, Any], meta: Meta, problems: list[str]) -> Base
     try:
         projection = reader(raw, meta, fields)
     except Exception as error:  # a bug must cost one object's details, never the object
-        fields.problem("<object>", "readable object", error)
+        fields.problem(UNREADABLE_OBJECT, "readable object", error)
         projection = _BARE[meta.kind](meta=meta)
     return _with_problems(projection, problems)
 

@@ -1,0 +1,172 @@
+"""Parsing and computing OCM objects never raise, whatever a random mutation does to them.
+
+Valid objects (an MWRS, its ManifestWorks, a Placement, a ManagedCluster) are mutated at random:
+fields deleted, replaced by values of the wrong type or huge strings, conditions injected where
+none belong. Everything must still parse (problems recorded, no reader error swallowed) and the
+MWRS, ManifestWork, ManagedCluster and Placement rules must return well-formed results.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from exporter.engine.model import (
+    Base,
+    ManagedCluster,
+    ManifestWork,
+    ManifestWorkReplicaSet,
+    Placement,
+    Status,
+)
+from exporter.engine.mwrs import (
+    FINDING_CODES,
+    compute_managedcluster,
+    compute_manifestwork,
+    compute_mwrs,
+    compute_placement,
+)
+from exporter.engine.mwrs_rollout import ROLLOUT_STATUSES
+from exporter.engine.parse import project
+from exporter.engine.parse_ocm import UNREADABLE_OBJECT
+
+from .builders import mwrs_view
+
+NOW = 1_780_000_000.0
+CONDITION = {"type": "Progressing", "status": "True", "reason": "R", "message": "m", "observedGeneration": 2,
+             "lastTransitionTime": "2026-05-10T08:00:01Z"}
+TEMPLATE = {"workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap"}]},
+            "manifestConfigs": [{"conditionRules": [{"condition": "Progressing", "type": "CEL"}]}]}
+
+BASES: list[dict[str, Any]] = [
+    {
+        "apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
+        "metadata": {"name": "hello", "namespace": "default", "generation": 1},
+        "spec": {
+            "placementRefs": [
+                {"name": "p",
+                 "rolloutStrategy": {"type": "Progressive", "progressive": {"minSuccessTime": "1m"}}},
+            ],
+            "manifestWorkTemplate": TEMPLATE,
+        },
+        "status": {
+            "conditions": [{**CONDITION, "type": "PlacementVerified"},
+                           {**CONDITION, "type": "ManifestworkApplied"}],
+            "placementSummary": [{"name": "p", "availableDecisionGroups": "1 (2 / 3 clusters applied)",
+                                  "summary": {"total": 2, "Applied": 2, "available": 1, "progressing": 1}}],
+            "summary": {"total": 2, "applied": 2, "available": 1, "progressing": 1, "degraded": 0},
+        },
+    },
+    {
+        "apiVersion": "work.open-cluster-management.io/v1", "kind": "ManifestWork",
+        "metadata": {"name": "hello", "namespace": "c1", "generation": 2,
+                     "labels": {"work.open-cluster-management.io/manifestworkreplicaset": "default.hello",
+                                "work.open-cluster-management.io/placementname": "p"}},
+        "spec": TEMPLATE,
+        "status": {"conditions": [{**CONDITION, "type": "Applied"}, CONDITION,
+                                  {**CONDITION, "type": "Degraded"}]},
+    },
+    {
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
+        "metadata": {"name": "p", "namespace": "default"},
+        "status": {"numberOfSelectedClusters": 3, "decisionGroups": [{"decisionGroupIndex": 0}],
+                   "conditions": [{**CONDITION, "type": "PlacementSatisfied"}]},
+    },
+    {
+        "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+        "metadata": {"name": "c1"},
+        "status": {"conditions": [{**CONDITION, "type": "ManagedClusterConditionAvailable"}]},
+    },
+    {
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
+        "metadata": {"name": "p-1", "namespace": "default",
+                     "labels": {"cluster.open-cluster-management.io/placement": "p"}},
+        "status": {"decisions": [{"clusterName": "c1"}]},
+    },
+]
+
+_junk = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20),
+        st.sampled_from(["True", "False", "Unknown", "", "1 (2 / 3 clusters applied)",
+                         "9 (9 / x clusters applied)", "Progressing", "default.hello", "x" * 200_000]),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.sampled_from(["type", "status", "name", "condition", "total", "Applied", "x"]),
+                        children, max_size=4),
+    ),
+    max_leaves=8,
+)
+
+
+def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            found.extend(_paths(value, (*prefix, key)))
+    elif isinstance(obj, list):
+        for index, value in enumerate(obj):
+            found.extend(_paths(value, (*prefix, index)))
+    return found
+
+
+def _mutate(obj: Any, path: tuple[Any, ...], action: str, junk: Any) -> Any:
+    if not path:
+        return obj
+    parent: Any = obj
+    for step in path[:-1]:
+        parent = parent[step]
+    last = path[-1]
+    if action == "delete":
+        del parent[last]
+    elif action == "replace":
+        parent[last] = junk
+    elif isinstance(parent[last], dict):
+        parent[last]["conditions"] = junk
+    return obj
+
+
+def _parse(raw: dict[str, Any]) -> Base | None:
+    result = project(raw)
+    if result is not None:
+        assert not any(p.startswith(UNREADABLE_OBJECT) for p in result.problems), result.problems
+        assert len(result.problems) <= 16
+    return result
+
+
+_picks = st.lists(st.tuples(st.integers(0, len(BASES) - 1), st.integers(0, 10_000),
+                            st.sampled_from(["delete", "replace", "inject"]), _junk), max_size=6)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(picks=_picks)
+def test_random_mutations_parse_and_compute(picks: list[tuple[int, int, str, Any]]) -> None:
+    raws = copy.deepcopy(BASES)
+    for which, index, action, junk in picks:
+        paths = _paths(raws[which])
+        raws[which] = _mutate(raws[which], paths[index % len(paths)], action, junk)
+    objects = [o for o in (_parse(r) for r in raws) if o is not None]
+    works = [o for o in objects if isinstance(o, ManifestWork)]
+    placements = [o for o in objects if isinstance(o, Placement)]
+    clusters = [o for o in objects if isinstance(o, ManagedCluster)]
+    owner = next((o for o in objects if isinstance(o, ManifestWorkReplicaSet)), None)
+    view = mwrs_view(owner, works=works, placements=placements, clusters=clusters)
+
+    if owner is not None:
+        computed = compute_mwrs(owner, view, NOW)
+        assert [c.type for c in computed.conditions] == ["Progressing", "Ready"]
+        assert all(isinstance(c.status, Status) and c.reason for c in computed.conditions)
+        assert computed.phase in ("Ready", "Progressing", "Failed", "Unknown")
+        assert {f.code for f in computed.findings} <= set(FINDING_CODES)
+        assert all(v is None or (isinstance(v, int) and v >= 0) for v in computed.counters.values())
+    for work in works:
+        assert compute_manifestwork(work, view, NOW).phase in ROLLOUT_STATUSES
+    for cluster in clusters:
+        assert compute_managedcluster(cluster, NOW).phase in ("Available", "Unavailable", "Unknown")
+    for p in placements:
+        assert all(v is None or v >= 0 for v in compute_placement(p, NOW).counters.values())
