@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from exporter.engine.conditions import Priority, Reasons, find, paused_condition, summary
+from exporter.engine.conditions import NOT_YET_REPORTED, Priority, Reasons, find, paused_condition, summary
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.machine_inputs import (
     BOOTSTRAP_CONFIG_READY,
@@ -82,7 +82,9 @@ def compute_machine(obj: Machine, view: GroupView, now: float) -> Computed:
 def ready_condition(m: Machine, read: Sequence[Condition], deleting_c: Condition, updating_c: Condition,
                     now: float) -> Condition:
     """Summary of Deleting, Updating, bootstrap, infrastructure, Node health, health check and gates."""
-    available = {c.type: c for c in (*m.conditions, *read)}  # computed inputs win over raw reported ones
+    # Computed inputs win over raw reported ones; unreported ones are left for summary to mark missing.
+    known = [c for c in read if c.reason != NOT_YET_REPORTED]
+    available = {c.type: c for c in (*m.conditions, *known)}
     available[DELETING] = deleting_for_summary(m, deleting_c, now) if m.meta.deleting else deleting_c
     available[UPDATING] = updating_c
     types = [DELETING, UPDATING, BOOTSTRAP_CONFIG_READY, INFRASTRUCTURE_READY, NODE_HEALTHY,
