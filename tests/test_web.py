@@ -1,0 +1,128 @@
+"""The HTTP server: content type, gzip, probes, basic auth and TLS from the exporter-toolkit web config."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import ssl
+import subprocess
+
+import aiohttp
+import bcrypt
+import pytest
+from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.config import ConfigError
+from exporter.engine.model import Machine, Meta, Result
+from exporter.metrics.renderer import Renderer
+from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
+from exporter.web import Exposition, make_app
+from exporter.webconfig import load as load_web_config
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def exposition(ready: list[bool]) -> Exposition:
+    renderer = Renderer()
+    m = Machine(meta=Meta(kind="Machine", api_version="cluster.x-k8s.io/v1beta2", namespace="ns", name="m1",
+                          uid="u1"), cluster_name="c1", version="v1.30.0")
+    renderer.update_group(("capi", "ns", "c1"), [(m, Result(key=m.key, api_version="", uid="u1",
+                                                             cluster_name="c1", phase="Running"))])
+    return Exposition(renderer, ExporterStats(), lambda: ready[0],
+                      lambda: [ResourceStats("Machine", synced=True, objects=1, lists={"success": 1})])
+
+
+def basic(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+async def test_metrics_text_format_and_self_metrics(aiohttp_client):
+    client = await aiohttp_client(make_app(exposition([True])))
+    resp = await client.get("/metrics", headers={"Accept-Encoding": "identity"})
+    assert resp.status == 200
+    assert resp.headers["Content-Type"] == CONTENT_TYPE
+    assert "Content-Encoding" not in resp.headers
+    text = await resp.text()
+    names = {f.name for f in text_string_to_metric_families(text)}
+    assert {"capi_machine_info", "fleet_status_exporter_build_info", "fleet_status_exporter_objects"} <= names
+    assert "fleet_status_exporter_scrape_response_bytes" not in names  # no previous scrape yet
+    again = await (await client.get("/metrics")).text()
+    assert f"fleet_status_exporter_scrape_response_bytes {len(text.encode())}" in again
+
+
+async def test_gzip_when_the_client_accepts_it(aiohttp_client):
+    client = await aiohttp_client(make_app(exposition([True])))
+    resp = await client.get("/metrics", headers={"Accept-Encoding": "gzip, deflate"})
+    assert resp.headers["Content-Encoding"] == "gzip"
+    assert "capi_machine_info{" in await resp.text()  # the client decompresses transparently
+    resp = await client.get("/metrics", headers={"Accept-Encoding": "gzip;q=0"})
+    assert "Content-Encoding" not in resp.headers
+
+
+async def test_probes(aiohttp_client):
+    ready = [False]
+    client = await aiohttp_client(make_app(exposition(ready)))
+    assert (await client.get("/healthz")).status == 200
+    assert (await client.get("/readyz")).status == 503
+    ready[0] = True
+    assert (await client.get("/readyz")).status == 200
+
+
+@pytest.fixture
+def auth_config(tmp_path):
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4)).decode()
+    path = tmp_path / "web.yml"
+    path.write_text(f"basic_auth_users:\n  prometheus: '{hashed}'\n")
+    return load_web_config(path)
+
+
+async def test_basic_auth_protects_metrics_but_not_probes(aiohttp_client, auth_config):
+    client = await aiohttp_client(make_app(exposition([True]), auth_config))
+    assert (await client.get("/metrics")).status == 401
+    assert (await client.get("/metrics", headers=basic("prometheus", "wrong"))).status == 401
+    assert (await client.get("/metrics", headers=basic("nobody", "s3cret"))).status == 401
+    assert (await client.get("/metrics", headers=basic("prometheus", "s3cret"))).status == 200
+    assert (await client.get("/metrics", headers=basic("prometheus", "s3cret"))).status == 200  # cached check
+    assert (await client.get("/healthz")).status == 200
+    assert (await client.get("/readyz")).status == 200
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("basic_auth_user:\n  a: b\n", "unknown key(s) basic_auth_user"),
+    ("basic_auth_users:\n  a: plain-text\n", "expected a bcrypt hash"),
+    ("tls_server_config:\n  cert_file: c.pem\n", "needs both cert_file and key_file"),
+    ("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n  client_auth_type: Maybe\n",
+     "client_auth_type"),
+    ("- a list\n", "expected a mapping"),
+], ids=["typo", "plain-password", "no-key", "bad-client-auth", "not-a-mapping"])
+def test_web_config_errors_say_what_to_fix(tmp_path, text, fragment):
+    path = tmp_path / "web.yml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=r"web\.config\.file") as err:
+        load_web_config(path)
+    assert fragment in str(err.value)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_tls_from_web_config(tmp_path, unused_tcp_port):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                    "-keyout", str(tmp_path / "k.pem"), "-out", str(tmp_path / "c.pem"), "-days", "1", "-subj", "/CN=localhost"],
+                   check=True, capture_output=True)
+    path = tmp_path / "web.yml"
+    path.write_text("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n")
+    config = load_web_config(path)
+    runner = web.AppRunner(make_app(exposition([True]), config))
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", unused_tcp_port, ssl_context=config.ssl_context()).start()
+    try:
+        client_ctx = ssl.create_default_context(cafile=str(tmp_path / "c.pem"))
+        client_ctx.check_hostname = False
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"https://127.0.0.1:{unused_tcp_port}/metrics", ssl=client_ctx) as resp:
+                assert resp.status == 200
+                assert "capi_machine_info" in await resp.text()
+            with pytest.raises(aiohttp.ClientError):
+                await session.get(f"http://127.0.0.1:{unused_tcp_port}/metrics")
+    finally:
+        await runner.cleanup()
