@@ -107,7 +107,8 @@ def test_web_config_errors_say_what_to_fix(tmp_path, text, fragment):
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 async def test_tls_from_web_config(tmp_path, unused_tcp_port):
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                    "-keyout", str(tmp_path / "k.pem"), "-out", str(tmp_path / "c.pem"), "-days", "1", "-subj", "/CN=localhost"],
+                    "-keyout", str(tmp_path / "k.pem"), "-out", str(tmp_path / "c.pem"), "-days", "1",
+                    "-subj", "/CN=localhost"],
                    check=True, capture_output=True)
     path = tmp_path / "web.yml"
     path.write_text("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n")
