@@ -243,15 +243,20 @@ class HandlersMixin:
 
     async def _stream(self: FakeKubeAPI, w: Watch, resp: web.StreamResponse, deadline: float) -> None:
         loop = asyncio.get_running_loop()
+        interval = self.bookmark_interval if w.bookmarks else None
+        next_bookmark = loop.time() + interval if interval else float("inf")
         while True:
             try:
-                wait = None if w.stalled else max(deadline - loop.time(), 0)
+                wait = None if w.stalled else max(min(deadline, next_bookmark) - loop.time(), 0)
                 item = await asyncio.wait_for(w.queue.get(), wait)
             except TimeoutError:
                 if w.stalled:
                     continue  # a stalled stream does not even time out
                 if w.bookmarks:
                     await _send(resp, "BOOKMARK", self._bookmark_obj(w.rt, w.version, self.store.rv))
+                if loop.time() < deadline and interval:
+                    next_bookmark = loop.time() + interval
+                    continue
                 return
             if isinstance(item, tuple) and item[0] == "drop":
                 transport = w.request.transport

@@ -109,6 +109,7 @@ class FakeKubeAPI(HandlersMixin):
         expired_watch_as_event: bool = False,
         max_watch_timeout: float | None = None,
         default_watch_timeout: float = 1800.0,
+        bookmark_interval: float | None = None,
         host: str = "127.0.0.1",
     ) -> None:
         self.store = ObjectStore(history_limit=history_limit)
@@ -119,6 +120,7 @@ class FakeKubeAPI(HandlersMixin):
         self.expired_watch_as_event = expired_watch_as_event
         self.max_watch_timeout = max_watch_timeout  # caps timeoutSeconds so tests see closes fast
         self.default_watch_timeout = default_watch_timeout  # when timeoutSeconds is unset or 0
+        self.bookmark_interval = bookmark_interval  # periodic BOOKMARKs (API servers: every minute)
         self.host = host
         self.port = 0
         self.faults: list[Fault] = []

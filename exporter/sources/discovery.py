@@ -1,0 +1,183 @@
+"""What the kube source watches, and where the API server serves it.
+
+Owns the list of watched kinds (``WATCHED``: group, kind, versions in preference order, label
+selector), resolving them through API discovery (``/apis/<group>`` then
+``/apis/<group>/<version>``) into concrete ``Resource``s (served version, plural, scope, URL
+paths), and reading which InfraMachinePool kinds MachinePools reference. Owns no HTTP client (the
+caller passes a ``GetJson`` function) and no list/watch logic (``kube.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+CAPI_GROUP: Final = "cluster.x-k8s.io"
+CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
+INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
+WORK_GROUP: Final = "work.open-cluster-management.io"
+OCM_CLUSTER_GROUP: Final = "cluster.open-cluster-management.io"
+MWRS_LABEL: Final = "work.open-cluster-management.io/manifestworkreplicaset"
+INFRA_MACHINE_POOL: Final = "InfraMachinePool"  # the opt-out name covering every provider pool kind
+
+CAPI_VERSIONS: Final = ("v1beta2", "v1beta1")
+
+GetJson = Callable[[str], Awaitable[tuple[int, Any]]]
+"""GET a path, return (HTTP status, decoded JSON body or None); raises on connection errors."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    """A kind to watch. ``versions`` in preference order; empty means the group's preferred one."""
+
+    group: str
+    kind: str
+    versions: tuple[str, ...] = ()
+    label_selector: str = ""
+
+
+WATCHED: Final[tuple[ResourceSpec, ...]] = (
+    *(
+        ResourceSpec(CAPI_GROUP, kind, CAPI_VERSIONS)
+        for kind in (
+            "Cluster",
+            "Machine",
+            "MachineSet",
+            "MachineDeployment",
+            "MachinePool",
+            "MachineHealthCheck",
+            "ClusterClass",
+        )
+    ),
+    ResourceSpec(CONTROLPLANE_GROUP, "KubeadmControlPlane", CAPI_VERSIONS),
+    ResourceSpec(WORK_GROUP, "ManifestWorkReplicaSet", ("v1alpha1",)),
+    ResourceSpec(WORK_GROUP, "ManifestWork", ("v1",), label_selector=MWRS_LABEL),
+    ResourceSpec(OCM_CLUSTER_GROUP, "ManagedCluster", ("v1",)),
+    ResourceSpec(OCM_CLUSTER_GROUP, "Placement", ("v1beta1",)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A spec resolved by discovery: the version the server serves, its plural and scope."""
+
+    spec: ResourceSpec
+    version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.spec.group}/{self.version}"
+
+    @property
+    def name(self) -> str:
+        """``<plural>.<group>``: how the resource is named in logs and self-metrics."""
+        return f"{self.plural}.{self.spec.group}"
+
+    def path(self, namespace: str | None) -> str:
+        if namespace is None or not self.namespaced:
+            return f"/apis/{self.api_version}/{self.plural}"
+        return f"/apis/{self.api_version}/namespaces/{namespace}/{self.plural}"
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """The outcome of one discovery pass.
+
+    ``found`` maps every spec whose group answered to its Resource, or None when the group or
+    kind is not installed; specs of groups whose discovery failed are absent (``failed`` says
+    why) so that the caller keeps what it had for them.
+    """
+
+    found: Mapping[ResourceSpec, Resource | None]
+    failed: Mapping[str, str]
+
+
+class DiscoveryError(Exception):
+    """A discovery document could not be read (any status but 200 and 404)."""
+
+
+def _served_versions(group_doc: Any) -> tuple[str, list[str]]:
+    """(preferred version, all served versions) of an APIGroup document."""
+    versions = [str(v.get("version", "")) for v in group_doc.get("versions") or [] if isinstance(v, dict)]
+    preferred = str((group_doc.get("preferredVersion") or {}).get("version", "")) or (versions or [""])[0]
+    return preferred, [v for v in versions if v]
+
+
+async def _resolve_group(
+    get: GetJson, group: str, specs: list[ResourceSpec]
+) -> dict[ResourceSpec, Resource | None]:
+    status, doc = await get(f"/apis/{group}")
+    if status == 404:
+        return dict.fromkeys(specs)
+    if status != 200 or not isinstance(doc, dict):
+        raise DiscoveryError(f"GET /apis/{group}: HTTP {status}")
+    preferred, served = _served_versions(doc)
+    lists: dict[str, dict[str, tuple[str, bool]]] = {}
+
+    async def kinds_in(version: str) -> dict[str, tuple[str, bool]]:
+        if version not in lists:
+            status, body = await get(f"/apis/{group}/{version}")
+            if status == 404:
+                lists[version] = {}
+            elif status != 200 or not isinstance(body, dict):
+                raise DiscoveryError(f"GET /apis/{group}/{version}: HTTP {status}")
+            else:
+                lists[version] = {
+                    str(r.get("kind")): (str(r.get("name")), bool(r.get("namespaced")))
+                    for r in body.get("resources") or []
+                    if isinstance(r, dict) and "/" not in str(r.get("name", ""))  # skip subresources
+                }
+        return lists[version]
+
+    out: dict[ResourceSpec, Resource | None] = {}
+    for spec in specs:
+        wanted = spec.versions or (preferred, *(v for v in served if v != preferred))
+        out[spec] = None
+        for version in wanted:
+            if version in served and spec.kind in (kinds := await kinds_in(version)):
+                plural, namespaced = kinds[spec.kind]
+                out[spec] = Resource(spec, version, plural, namespaced)
+                break
+    return out
+
+
+async def resolve(get: GetJson, specs: Iterable[ResourceSpec]) -> Resolution:
+    """Resolve ``specs`` group by group; one group failing does not hide the others."""
+    by_group: dict[str, list[ResourceSpec]] = {}
+    for spec in specs:
+        by_group.setdefault(spec.group, []).append(spec)
+    found: dict[ResourceSpec, Resource | None] = {}
+    failed: dict[str, str] = {}
+    for group, group_specs in by_group.items():
+        try:
+            found.update(await _resolve_group(get, group, group_specs))
+        except (DiscoveryError, OSError, TimeoutError, ValueError) as e:
+            failed[group] = str(e) or type(e).__name__
+        except Exception as e:  # aiohttp.ClientError and friends: reported, retried next pass
+            failed[group] = f"{type(e).__name__}: {e}"
+    return Resolution(found, failed)
+
+
+def infra_pool_spec(machine_pool: Mapping[str, Any]) -> ResourceSpec | None:
+    """The InfraMachinePool kind a raw MachinePool references (spec.template.spec.infrastructureRef).
+
+    v1beta2 references carry ``apiGroup``, v1beta1 ones ``apiVersion``; the served version is
+    left to discovery (the group's preferred one), as the referenced version may be outdated.
+    """
+    ref: Any = machine_pool
+    for key in ("spec", "template", "spec", "infrastructureRef"):
+        ref = ref.get(key) if isinstance(ref, Mapping) else None
+    if not isinstance(ref, Mapping):
+        return None
+    kind = ref.get("kind")
+    group = ref.get("apiGroup") or str(ref.get("apiVersion") or "").rpartition("/")[0]
+    if not isinstance(kind, str) or not kind or group != INFRA_GROUP:
+        return None  # the engine reads provider pools of the infrastructure group only
+    return ResourceSpec(group, kind)

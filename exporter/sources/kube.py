@@ -1,0 +1,299 @@
+"""The ``kube`` source: watches the CAPI and OCM resources of a cluster and feeds a sink.
+
+Owns connecting (``--kubeconfig``, else in-cluster service account, else ``KUBECONFIG`` /
+``~/.kube/config``, through kubernetes_asyncio's config loaders), the periodic discovery pass
+(``discovery.py``) that starts a list/watch loop (``informer.py``) per available resource and
+namespace, notices groups installed later or removed, and follows the InfraMachinePool kinds that
+MachinePools reference; readiness (``all_synced``) and the self-metric counters (``SourceStats``,
+plain data: the metrics layer renders them). Owns no list/watch rules (``informer.py``) and no
+parsing (``exporter.engine.parse.project``, called once per object). JSON is decoded with the
+stdlib ``json`` module, once per list page or event.
+
+kubernetes_asyncio supplies configuration, authentication (token refresh included) and the HTTP
+session; its ``Watch`` helper is deliberately not used (see ``informer.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from exporter.sources.discovery import (
+    INFRA_MACHINE_POOL,
+    WATCHED,
+    Resource,
+    ResourceSpec,
+    infra_pool_spec,
+    resolve,
+)
+from exporter.sources.informer import (
+    Backoff,
+    LoopSettings,
+    Projector,
+    ResourceLoop,
+    ResourceStats,
+    Sink,
+    Transport,
+    bump,
+)
+
+__all__ = ["KubeSource", "KubeSourceConfig", "LoopSettings", "ResourceStats", "Sink", "SourceStats"]
+
+log = logging.getLogger("exporter.sources.kube")
+
+
+@dataclass(frozen=True, slots=True)
+class KubeSourceConfig:
+    kubeconfig: str | None = None  # None: in-cluster, then $KUBECONFIG, then ~/.kube/config
+    context: str | None = None
+    namespaces: tuple[str, ...] = ()  # empty: all namespaces
+    exclude_kinds: frozenset[str] = frozenset()  # kinds not to watch ("InfraMachinePool": every pool kind)
+    discovery_interval: float = 60.0  # how often groups are re-checked (installed / removed / upgraded)
+    loop: LoopSettings = field(default_factory=LoopSettings)
+
+
+@dataclass
+class SourceStats:
+    """Every counter of the source, by resource name (``machines.cluster.x-k8s.io``)."""
+
+    resources: dict[str, ResourceStats] = field(default_factory=dict)
+    discovery_requests: dict[str, int] = field(default_factory=dict)  # by result: success | error
+    discovery_errors: dict[str, str] = field(default_factory=dict)  # by group: last error, while failing
+
+    def resource(self, name: str) -> ResourceStats:
+        return self.resources.setdefault(name, ResourceStats())
+
+
+class ApiClientTransport:
+    """GET through a kubernetes_asyncio ApiClient, returning the raw aiohttp response."""
+
+    def __init__(self, api_client: Any) -> None:
+        self.api_client = api_client
+
+    async def get(
+        self, path: str, params: list[tuple[str, str]], timeout: aiohttp.ClientTimeout
+    ) -> aiohttp.ClientResponse:
+        # _preload_content=False: the response is returned unread and, in 36.1.0, unchecked.
+        response: aiohttp.ClientResponse = await self.api_client.call_api(
+            path,
+            "GET",
+            query_params=list(params),
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=timeout,
+        )
+        return response
+
+    async def close(self) -> None:
+        await self.api_client.close()
+
+
+async def connect(config: KubeSourceConfig, pool_size: int = 100) -> ApiClientTransport:
+    """An authenticated client; raises when no configuration can be loaded (nothing is contacted)."""
+    from kubernetes_asyncio import client
+    from kubernetes_asyncio import config as kube_config
+
+    configuration = client.Configuration()
+    if config.kubeconfig:
+        await kube_config.load_kube_config(
+            config_file=config.kubeconfig, context=config.context, client_configuration=configuration
+        )
+        where = config.kubeconfig
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        where = "in-cluster service account"
+    else:
+        where = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+        await kube_config.load_kube_config(
+            config_file=where, context=config.context, client_configuration=configuration
+        )
+    configuration.connection_pool_maxsize = pool_size  # one connection per open watch
+    log.info("connecting to %s (%s)", configuration.host, where)
+    return ApiClientTransport(client.ApiClient(configuration=configuration))
+
+
+class KubeSource:
+    """Start with ``await source.start()``; ``all_synced()`` for readiness; ``await source.stop()``."""
+
+    def __init__(
+        self,
+        sink: Sink,
+        config: KubeSourceConfig = KubeSourceConfig(),
+        *,
+        project: Projector | None = None,
+        transport: Transport | None = None,
+        stats: SourceStats | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        if project is None:
+            from exporter.engine.parse import project as default_project
+
+            project = default_project
+        self._sink, self._config, self._project = sink, config, project
+        self._transport = transport
+        self.stats = stats or SourceStats()
+        self._rand = rand
+        self._resources: dict[ResourceSpec, Resource] = {}
+        self._loops: dict[ResourceSpec, list[tuple[ResourceLoop, asyncio.Task[None]]]] = {}
+        self._missing: set[ResourceSpec] = set()
+        self._infra: set[ResourceSpec] = set()
+        self._infra_seen = 0  # bumped when a new InfraMachinePool kind shows up
+        self._infra_discovered = -1  # value of _infra_seen at the start of the last full discovery
+        self._wake = asyncio.Event()
+        self._supervisor: asyncio.Task[None] | None = None
+
+    # ---- lifecycle ----
+
+    async def start(self) -> None:
+        if self._transport is None:
+            scopes = max(1, len(self._config.namespaces))
+            self._transport = await connect(self._config, pool_size=max(100, 4 * len(WATCHED) * scopes))
+        self._supervisor = asyncio.create_task(self._supervise(), name="kube-source-discovery")
+
+    async def stop(self) -> None:
+        tasks = [t for loops in self._loops.values() for _, t in loops]
+        if self._supervisor is not None:
+            tasks.append(self._supervisor)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._loops.clear()
+        close = getattr(self._transport, "close", None)
+        if close is not None:
+            await close()
+
+    def all_synced(self) -> bool:
+        """True once discovery succeeded and every available resource finished its first list."""
+        if self._infra_discovered != self._infra_seen:
+            return False
+        return all(loop.synced for loops in self._loops.values() for loop, _ in loops)
+
+    @property
+    def synced(self) -> dict[str, bool]:
+        return {r.name: self.stats.resource(r.name).synced for r in self._resources.values()}
+
+    # ---- discovery ----
+
+    async def _supervise(self) -> None:
+        backoff = Backoff(self._config.loop, self._rand)
+        while True:
+            self._wake.clear()
+            ok = await self._discover()
+            delay = self._config.discovery_interval if ok else backoff.next_delay()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)
+
+    def _wanted(self) -> list[ResourceSpec]:
+        excluded = self._config.exclude_kinds
+        specs = [s for s in WATCHED if s.kind not in excluded]
+        if INFRA_MACHINE_POOL not in excluded:
+            specs.extend(s for s in sorted(self._infra, key=lambda s: s.kind) if s.kind not in excluded)
+        return specs
+
+    async def _discover(self) -> bool:
+        infra_seen = self._infra_seen
+        result = await resolve(self._get_json, self._wanted())
+        self.stats.discovery_errors = dict(result.failed)
+        for group, error in result.failed.items():
+            log.warning("discovery of %s failed: %s", group, error)
+        for spec, resource in result.found.items():
+            current = self._resources.get(spec)
+            if resource == current:
+                continue
+            if current is not None:
+                await self._stop_resource(current, gone=resource is None)
+            if resource is None:
+                if spec not in self._missing:
+                    log.info("%s (%s) is not installed; checking again every %.0fs",
+                             spec.kind, spec.group, self._config.discovery_interval)
+                    self._missing.add(spec)
+                continue
+            self._missing.discard(spec)
+            self._start_resource(resource)
+        if not result.failed:
+            self._infra_discovered = infra_seen
+        return not result.failed
+
+    def _start_resource(self, resource: Resource) -> None:
+        scopes: tuple[str | None, ...] = (None,)
+        if resource.namespaced and self._config.namespaces:
+            scopes = self._config.namespaces
+        stats = self.stats.resource(resource.name)
+        stats.available, stats.version = True, resource.version
+        on_object = self._note_machine_pool if resource.kind == "MachinePool" else None
+        loops = []
+        assert self._transport is not None
+        for namespace in scopes:
+            loop = ResourceLoop(
+                resource, namespace, self._transport, self._sink, self._project, stats, self._config.loop,
+                on_object=on_object, rand=self._rand,
+            )
+            task = asyncio.create_task(self._guard(loop), name=f"kube-{resource.name}-{namespace or 'all'}")
+            loops.append((loop, task))
+        self._resources[resource.spec] = resource
+        self._loops[resource.spec] = loops
+        log.info("watching %s (%s) in %s", resource.name, resource.api_version,
+                 "all namespaces" if scopes == (None,) else ", ".join(s or "" for s in scopes))
+
+    async def _stop_resource(self, resource: Resource, *, gone: bool) -> None:
+        loops = self._loops.pop(resource.spec, [])
+        for _, task in loops:
+            task.cancel()
+        await asyncio.gather(*(t for _, t in loops), return_exceptions=True)
+        del self._resources[resource.spec]
+        stats = self.stats.resource(resource.name)
+        stats.scopes_synced.clear()
+        stats.objects.clear()
+        stats.available = False
+        if gone:  # the CRD was removed: so were its objects
+            for loop, _ in loops:
+                self._sink.replace(resource.kind, (), loop.namespace)
+            log.info("%s is no longer served; dropped its objects", resource.name)
+
+    async def _guard(self, loop: ResourceLoop) -> None:
+        """Run a loop; a bug in it (or in the sink) restarts it after a backoff instead of ending it."""
+        backoff = Backoff(self._config.loop, self._rand)
+        while True:
+            try:
+                await loop.run()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("loop of %s crashed; restarting", loop.resource.name)
+                await asyncio.sleep(backoff.next_delay())
+
+    def _note_machine_pool(self, raw: Mapping[str, Any]) -> None:
+        spec = infra_pool_spec(raw)
+        if spec is not None and spec not in self._infra and spec.kind not in self._config.exclude_kinds:
+            self._infra.add(spec)
+            self._infra_seen += 1
+            log.info("MachinePools reference %s (%s); looking it up", spec.kind, spec.group)
+            self._wake.set()
+
+    async def _get_json(self, path: str) -> tuple[int, Any]:
+        assert self._transport is not None
+        timeout = aiohttp.ClientTimeout(total=self._config.loop.request_timeout)
+        try:
+            resp = await self._transport.get(path, [], timeout)
+            try:
+                body = await resp.read()
+            finally:
+                resp.release()
+        except Exception:
+            bump(self.stats.discovery_requests, "error")
+            raise
+        bump(self.stats.discovery_requests, "success" if resp.status in (200, 404) else "error")
+        try:
+            return resp.status, json.loads(body) if body else None
+        except ValueError:
+            return resp.status, None

@@ -1,0 +1,186 @@
+"""The kube source against the fake API server over loopback HTTP: sync, live changes, discovery.
+
+After every scenario the sink holds exactly what the server holds (within the watched scope).
+Fault scenarios (410, outages, stalls, error statuses) are in test_kube_source_faults.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from exporter.sources.kube import KubeSource, KubeSourceConfig
+from tests.kubeapi import CAPI_TYPES, INFRA_TYPES, OCM_TYPES, ResourceType
+from tests.kubeapi.fixtures import INVALID_LABEL, MWRS_LABEL, SourceEnv, eventually, make_env, obj
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[SourceEnv]:
+    e = await make_env(tmp_path)
+    e.api.install(*CAPI_TYPES, *OCM_TYPES)
+    yield e
+    await e.close()
+
+
+def small_fleet(env: SourceEnv) -> None:
+    api = env.api
+    api.create(obj("Cluster", "c1"))
+    for i in range(5):  # more than one page at page_size=2
+        api.create(obj("Machine", f"m{i}"))
+    api.create(obj("KubeadmControlPlane", "c1-cp"))
+    api.create(obj("ManifestWorkReplicaSet", "mwrs"))
+    api.create(obj("ManifestWork", "owned", ns="spoke1", **{MWRS_LABEL: "ns1.mwrs"}))
+    api.create(obj("ManifestWork", "not-owned", ns="spoke1"))
+    api.create(obj("ManagedCluster", "spoke1"))
+    api.create(obj("Placement", "all"))
+
+
+async def test_initial_sync_lists_in_pages_then_watches_from_the_list_version(env: SourceEnv) -> None:
+    small_fleet(env)
+    source = await env.start_source()
+    await env.converged(source)
+    assert ("ManifestWork", "spoke1", "not-owned") not in env.sink.objects  # label selector applied
+    lists = [r for r in env.api.requests if r.verb == "list" and r.kind == "Machine"]
+    assert [r.params.get("limit") for r in lists] == ["2", "2", "2"]
+    assert "continue" in lists[1].params and "resourceVersion" not in lists[0].params
+    watch = next(r for r in env.api.requests if r.verb == "watch" and r.kind == "Machine")
+    assert watch.params["allowWatchBookmarks"] == "true" and watch.params["timeoutSeconds"] == "1"
+    assert int(watch.params["resourceVersion"]) >= int(env.api.objects("Machine")[-1]["metadata"]["resourceVersion"])
+    mw = next(r for r in env.api.requests if r.verb == "list" and r.kind == "ManifestWork")
+    assert mw.params["labelSelector"] == MWRS_LABEL
+    stats = source.stats.resources["machines.cluster.x-k8s.io"]
+    assert stats.synced and stats.object_count == 5 and stats.version == "v1beta2"
+    assert source.synced["managedclusters.cluster.open-cluster-management.io"] is True
+    # one atomic replace per resource, not one call per object
+    assert ("replace", ("Machine", None, 5)) in env.sink.calls
+    assert not any(c == ("upsert", ("Machine", "ns1", "m0")) for c in env.sink.calls)
+
+
+async def test_live_adds_updates_and_deletes(env: SourceEnv) -> None:
+    small_fleet(env)
+    source = await env.start_source()
+    await env.converged(source)
+    api = env.api
+    api.create(obj("Machine", "m9"))
+    api.update(obj("Cluster", "c1", extra="1"))
+    api.delete("Machine", "ns1", "m0")
+    api.delete("ManagedCluster", "", "spoke1")
+    api.update(obj("ManifestWork", "owned", ns="spoke1"))  # label removed: leaves the selector
+    api.update(obj("ManifestWork", "not-owned", ns="spoke1", **{MWRS_LABEL: "ns1.mwrs"}))  # enters it
+    await env.converged(source)
+    assert ("ManifestWork", "spoke1", "owned") not in env.sink.objects
+    events = source.stats.resources["machines.cluster.x-k8s.io"].events
+    assert events["ADDED"] >= 1 and events["DELETED"] >= 1
+    assert source.stats.resources["machines.cluster.x-k8s.io"].last_event_time is not None
+
+
+async def test_server_timeouts_rewatch_without_relisting(env: SourceEnv) -> None:
+    env.api.max_watch_timeout = 0.2
+    small_fleet(env)
+    source = await env.start_source()
+    await env.converged(source)
+    await eventually(lambda: env.api.count("watch", "Machine") >= 3, what="watches re-opened")
+    env.api.create(obj("Machine", "late"))
+    await env.converged(source)
+    assert env.api.count("list", "Machine") == 3  # the three pages of the only list
+    assert source.stats.resources["machines.cluster.x-k8s.io"].watch_ends["timeout"] >= 2
+
+
+async def test_namespace_scoping_replaces_only_its_namespace(env: SourceEnv) -> None:
+    for ns in ("ns1", "ns2", "other"):
+        env.api.create(obj("Machine", "m", ns=ns))
+    env.api.create(obj("ManagedCluster", "spoke1"))
+    source = await env.start_source(namespaces=("ns1", "ns2"))
+    await env.converged(source)
+    assert ("Machine", "other", "m") not in env.sink.objects
+    assert ("ManagedCluster", "", "spoke1") in env.sink.objects  # cluster scoped: still watched
+    paths = {r.namespace for r in env.api.requests if r.kind == "Machine"}
+    assert paths == {"ns1", "ns2"}
+    env.api.delete("Machine", "ns1", "m")
+    env.api.create(obj("Machine", "n", ns="ns2"))
+    env.api.watch_error(410, "Machine")  # both namespaces relist, each replacing only its own
+    await env.converged(source)
+    assert source.stats.resources["machines.cluster.x-k8s.io"].relists["expired"] == 2
+
+
+async def test_prefers_v1beta2_and_falls_back_to_v1beta1(tmp_path: Path) -> None:
+    e = await make_env(tmp_path)
+    try:
+        old = [ResourceType(t.group, t.kind, t.plural, ("v1beta1",), t.namespaced) for t in CAPI_TYPES]
+        e.api.install(*old)
+        e.api.create(obj("Cluster", "c1", api_version="cluster.x-k8s.io/v1beta1"))
+        source = await e.start_source()
+        await e.converged(source)
+        assert e.sink.objects[("Cluster", "ns1", "c1")].meta.api_version == "cluster.x-k8s.io/v1beta1"
+        e.api.install(*CAPI_TYPES)  # upgrade: v1beta2 now served too
+        await eventually(lambda: source.stats.resources["clusters.cluster.x-k8s.io"].version == "v1beta2")
+        await eventually(
+            lambda: e.sink.objects[("Cluster", "ns1", "c1")].meta.api_version == "cluster.x-k8s.io/v1beta2"
+        )
+    finally:
+        await e.close()
+
+
+async def test_infra_machine_pools_are_found_from_machine_pool_references(env: SourceEnv) -> None:
+    env.api.install(*INFRA_TYPES)
+    pool = obj("MachinePool", "mp1")
+    pool["spec"] = {"template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                                                 "kind": "DockerMachinePool", "name": "mp1"}}}}
+    env.api.create(pool)
+    env.api.create(obj("DockerMachinePool", "mp1"))
+    env.api.create(obj("AzureMachinePool", "unreferenced", api_version="infrastructure.cluster.x-k8s.io/v1beta1"))
+    source = await env.start_source(exclude_kinds=frozenset({"AzureMachinePool"}))
+    await eventually(lambda: ("DockerMachinePool", "ns1", "mp1") in env.sink.objects)
+    await env.converged(source)
+    assert "dockermachinepools.infrastructure.cluster.x-k8s.io" in source.synced
+    assert not any(r.kind == "AzureMachinePool" for r in env.api.requests)
+
+
+async def test_unreadable_objects_are_counted_once_and_kept_out(env: SourceEnv) -> None:
+    env.api.create(obj("Machine", "bad", **{INVALID_LABEL: "x"}))
+    env.api.create(obj("Machine", "good"))
+    source = await env.start_source()
+    await env.converged(source)
+    env.api.update(obj("Machine", "bad", **{INVALID_LABEL: "y"}))
+    env.api.create(obj("Machine", "bad2", **{INVALID_LABEL: "x"}))
+    await eventually(lambda: source.stats.resources["machines.cluster.x-k8s.io"].invalid_objects == 2)
+    await env.converged(source)
+    stats = source.stats.resources["machines.cluster.x-k8s.io"]
+    assert stats.invalid_objects == 2 and stats.object_count == 3  # seen, even if unreadable
+
+
+async def test_excluded_kinds_are_not_requested(env: SourceEnv) -> None:
+    small_fleet(env)
+    source = await env.start_source(exclude_kinds=frozenset({"ManifestWork", "Placement"}))
+    await env.converged(source)
+    assert not any(r.kind in ("ManifestWork", "Placement") for r in env.api.requests)
+
+
+async def test_real_projection_into_the_real_store(env: SourceEnv) -> None:
+    store_mod = pytest.importorskip("exporter.store")
+    store = store_mod.Store()
+    cluster = obj("Cluster", "c1")
+    cluster["spec"] = {"controlPlaneRef": {"apiGroup": "controlplane.cluster.x-k8s.io",
+                                           "kind": "KubeadmControlPlane", "name": "c1-cp"}}
+    env.api.create(cluster)
+    machine = obj("Machine", "m1", **{"cluster.x-k8s.io/cluster-name": "c1"})
+    machine["spec"] = {"clusterName": "c1"}
+    env.api.create(machine)
+    source = KubeSource(store, KubeSourceConfig(kubeconfig=str(env.kubeconfig), loop=env_fast()))
+    await source.start()
+    try:
+        await eventually(source.all_synced)
+        await eventually(lambda: store.get(("Machine", "ns1", "m1")) is not None)
+        assert store.get(("Cluster", "ns1", "c1")).meta.api_version == "cluster.x-k8s.io/v1beta2"
+        env.api.delete("Machine", "ns1", "m1")
+        await eventually(lambda: store.get(("Machine", "ns1", "m1")) is None)
+    finally:
+        await source.stop()
+
+
+def env_fast():  # type: ignore[no-untyped-def]
+    from tests.kubeapi.fixtures import FAST
+
+    return FAST
