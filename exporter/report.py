@@ -86,14 +86,14 @@ def _worst_first(r: Result) -> list[Condition]:
     )
 
 
-def _line(depth_prefix: str, r: Result) -> list[str]:
+def _line(depth_prefix: str, cont_prefix: str, r: Result) -> list[str]:
     conditions = _worst_first(r)
     shown = [c for c in conditions[:1]] + [c for c in conditions[1:] if display_priority(c) < Priority.INFO]
     label = f"{depth_prefix}{r.kind}/{r.name}"
     status = "  ".join(f"{c.type}={c.status.value}({c.reason})" for c in shown) or "-"
     extra = f"  phase={r.phase}" if r.phase else ""
     lines = [f"{label:<60} {status}{extra}"]
-    pad = " " * (len(depth_prefix) + 2)
+    pad = cont_prefix + "  "
     for c in shown:
         if c.message and (display_priority(c) < Priority.INFO):
             for text in c.message.splitlines()[:6]:
@@ -143,9 +143,10 @@ def render_table(results: Sequence[Result], projections: Iterable[Base]) -> str:
 
     def walk(key: ObjectKey, prefix: str, last: bool, top: bool) -> None:
         branch = "" if top else ("└─" if last else "├─")
-        lines.extend(_line(prefix + branch, result_of[key]))
         kids = children.get(key, [])
         child_prefix = prefix if top else prefix + ("  " if last else "│ ")
+        # Message lines sit under their object, keeping the tree's vertical bars intact.
+        lines.extend(_line(prefix + branch, child_prefix + ("│ " if kids else "  "), result_of[key]))
         for i, kid in enumerate(kids):
             walk(kid, child_prefix, i == len(kids) - 1, False)
 
