@@ -3,11 +3,11 @@
 // Helm itself is not packaged for Debian or PyPI, so the tests use this small stand-in built
 // from Go's text/template and sprig (the same engine Helm uses). It implements only what the
 // fleet-status-exporter chart relies on: values.yaml merged with -f overrides (null deletes a
-// key), .Release, .Chart, .Capabilities, .Template, .Files (Get, GetBytes, Glob, AsConfig,
-// AsSecrets, Lines; .helmignore applied) and the Helm functions include, tpl, required, toYaml, fromYaml,
-// fromYamlArray, toJson, fromJson and lookup (always empty, as with `helm template`).
-// It does not validate values.schema.json (the Python tests do), sort manifests by kind or
-// support subcharts.
+// key; numbers become float64 as in Helm), .Release, .Chart, .Capabilities, .Template, .Files
+// (Get, GetBytes, Glob, AsConfig, Lines; .helmignore applied) and the Helm functions include,
+// tpl, required, toYaml, fromYaml, toJson, fromJson and lookup (always empty, as with
+// `helm template`). It does not validate values.schema.json (the Python tests do), sort
+// manifests by kind, or support subcharts, AsSecrets or fromYamlArray.
 //
 // Build in GOPATH mode against the Debian packages:
 //
@@ -19,7 +19,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -61,14 +60,6 @@ func (f Files) AsConfig() string {
 	m := map[string]string{}
 	for name, data := range f {
 		m[path.Base(name)] = string(data)
-	}
-	return toYAML(m)
-}
-
-func (f Files) AsSecrets() string {
-	m := map[string]string{}
-	for name, data := range f {
-		m[path.Base(name)] = base64.StdEncoding.EncodeToString(data)
 	}
 	return toYAML(m)
 }
@@ -199,16 +190,6 @@ func fromYAML(s string) map[string]interface{} {
 	return m
 }
 
-func fromYAMLArray(s string) []interface{} {
-	var raw interface{}
-	if err := yaml.Unmarshal([]byte(s), &raw); err != nil {
-		return []interface{}{err.Error()}
-	}
-	norm, _ := normalize(raw)
-	a, _ := norm.([]interface{})
-	return a
-}
-
 // ignored applies the simple forms of .helmignore patterns: `dir/` and globs on the base name or
 // the whole path (no negation).
 func ignored(rel string, patterns []string) bool {
@@ -321,7 +302,6 @@ func run(chartDir, release, namespace string, notes bool, valueFiles, apiVersion
 	delete(funcs, "expandenv")
 	funcs["toYaml"] = toYAML
 	funcs["fromYaml"] = fromYAML
-	funcs["fromYamlArray"] = fromYAMLArray
 	funcs["toJson"] = func(v interface{}) string { b, _ := json.Marshal(v); return string(b) }
 	funcs["fromJson"] = func(s string) map[string]interface{} {
 		m := map[string]interface{}{}
