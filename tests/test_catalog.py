@@ -109,7 +109,7 @@ def test_phase_state_sets_keep_every_upstream_state(ours, upstream):
     "capi_machinedeployment_status_condition_mismatch", "capi_machine_deletion_timestamp_seconds",
     "capi_finding", "ocm_manifestworkreplicaset_status_condition", "ocm_manifestworkreplicaset_status_phase",
     "ocm_manifestworkreplicaset_desired_clusters", "ocm_manifestworkreplicaset_rollout_clusters",
-    "ocm_manifestworkreplicaset_placement_summary_available", "ocm_manifestworkreplicaset_finding",
+    "ocm_manifestworkreplicaset_placement_clusters_available", "ocm_manifestworkreplicaset_finding",
     "ocm_manifestwork_status_condition", "ocm_managedcluster_status_condition", "ocm_managedcluster_info",
     "ocm_placement_status_selected_clusters",
 ])
@@ -157,6 +157,13 @@ def test_self_metrics_are_prefixed_and_counters_end_in_total():
 ], ids=["allowed", "unlisted", "mwrs-ready", "common", "unknown-type-common", "unknown-type-other"])
 def test_reasons_pass_an_allow_list(type_, reason, want):
     assert reasons.bounded_reason(type_, reason) == want
+
+
+def test_reasons_the_engine_sets_pass_only_for_computed_conditions():
+    assert reasons.bounded_reason("Progressing", "ProgressingRuleMissing", computed=True) == "ProgressingRuleMissing"
+    assert reasons.bounded_reason("Progressing", "ProgressingRuleMissing") == "Other"
+    # A reason mirrored from a provider's object is not an engine constant.
+    assert reasons.bounded_reason("InfrastructureReady", "InstanceProvisionStarted", computed=True) == "Other"
 
 
 def test_docs_are_generated_from_the_catalog():

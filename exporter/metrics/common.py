@@ -37,18 +37,22 @@ def _transition_times(s: Subject[Any]) -> Iterable[Sample]:
 
 def _reasons(s: Subject[Any]) -> Iterable[Sample]:
     for eff in s.effective:
-        yield (eff.condition.type, bounded_reason(eff.condition.type, eff.condition.reason)), 1.0
+        c = eff.condition
+        yield (c.type, bounded_reason(c.type, c.reason, computed=eff.computed)), 1.0
 
 
+# The two flags below are emitted only when true: at seven series per condition type a Machine
+# would cost ~85 series, and an absent series reads as "reported" / "no disagreement".
 def _computed(s: Subject[Any]) -> Iterable[Sample]:
     for eff in s.effective:
-        yield (eff.condition.type,), 1.0 if eff.computed else 0.0
+        if eff.computed:
+            yield (eff.condition.type,), 1.0
 
 
 def _mismatch(s: Subject[Any]) -> Iterable[Sample]:
     for eff in s.effective:
-        if eff.mismatch is not None:
-            yield (eff.condition.type,), 1.0 if eff.mismatch else 0.0
+        if eff.mismatch:
+            yield (eff.condition.type,), 1.0
 
 
 def _created(s: Subject[Any]) -> Iterable[Sample]:
@@ -89,14 +93,14 @@ def condition_families(prefix: str, kind: str, *, compat: bool = True) -> tuple[
         ),
         family(
             f"{prefix}_status_condition_computed",
-            f"1 when a {kind} condition is computed by the exporter because the controller reports "
-            "none of that type, 0 when it is the controller's own.",
+            f"1 for each {kind} condition the exporter computes because the controller reports none "
+            "of that type; absent for the controller's own conditions.",
             "gauge", ("type",), "engine", _computed,
         ),
         family(
             f"{prefix}_status_condition_mismatch",
-            f"1 when the status the controller reports for a {kind} condition differs from the "
-            "status the exporter computes for it; only for types both sides have.",
+            f"1 for each {kind} condition whose reported status differs from the status the exporter "
+            "computes for it; absent when they agree or only one side exists.",
             "gauge", ("type",), "engine vs status.conditions", _mismatch,
         ),
     )

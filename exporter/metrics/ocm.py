@@ -42,11 +42,11 @@ DESIRED_CLUSTERS_KEY: Final = "desiredClusters"
 _PLACEMENT_KEY = re.compile(r"^placements\[(?P<name>[^\]]*)\]\.(?P<field>\w+)$")
 
 _SUMMARY_FIELDS: tuple[tuple[str, str, str], ...] = (
-    ("clusters", "total", "The number of clusters with an up-to-date ManifestWork (summary.total)"),
-    ("applied", "applied", "The number of clusters whose ManifestWork is Applied (summary.applied)"),
-    ("available", "available", "The number of clusters whose ManifestWork is Available (summary.available)"),
-    ("progressing", "progressing", "The number of clusters whose ManifestWork is Progressing"),
-    ("degraded", "degraded", "The number of clusters whose ManifestWork is Degraded (summary.degraded)"),
+    ("", "total", "The number of clusters with an up-to-date ManifestWork (summary.total)"),
+    ("_applied", "applied", "The number of clusters whose ManifestWork is Applied (summary.applied)"),
+    ("_available", "available", "The number of clusters whose ManifestWork is Available (summary.available)"),
+    ("_progressing", "progressing", "The number of clusters whose ManifestWork is Progressing"),
+    ("_degraded", "degraded", "The number of clusters whose ManifestWork is Degraded (summary.degraded)"),
 )
 _ROLLOUT_EXTRA: tuple[tuple[str, str, str], ...] = (
     ("outdated", "rollout.outdated", "whose ManifestWork does not match the current template"),
@@ -60,7 +60,8 @@ _ROLLOUT_EXTRA: tuple[tuple[str, str, str], ...] = (
 
 
 def _summary_family(suffix: str, attr: str, text: str) -> FamilySpec:
-    return counter_family(f"{P_MWRS}_status_summary_{suffix}", f"{text}.", f"summary.{attr}")
+    # "summary" may not appear in a gauge's name (promtool), hence status_clusters_<field>.
+    return counter_family(f"{P_MWRS}_status_clusters{suffix}", f"{text}.", f"summary.{attr}")
 
 
 def _per_placement(s: Subject[ManifestWorkReplicaSet], field: str) -> Iterable[Sample]:
@@ -120,7 +121,7 @@ MWRS = KindSpec("ManifestWorkReplicaSet", P_MWRS, IDENTITY, (
         for suffix, key, text in _ROLLOUT_EXTRA
     ),
     _placement_family("desired_clusters", "desiredClusters", "The number of clusters a Placement selects"),
-    *(_placement_family(f"summary_{suffix}", attr, text) for suffix, attr, text in _SUMMARY_FIELDS),
+    *(_placement_family(f"clusters{suffix}", attr, text) for suffix, attr, text in _SUMMARY_FIELDS),
     *condition_families(P_MWRS, "ManifestWorkReplicaSet", compat=False),
     *metadata_families(P_MWRS, "ManifestWorkReplicaSet", paused_annotation=False, compat=False),
     findings_family(f"{P_MWRS}_finding", "ManifestWorkReplicaSet", with_cluster=False),

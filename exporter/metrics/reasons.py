@@ -8,8 +8,13 @@ series count. Owns no metric names.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
 from collections.abc import Iterable, Mapping
 from typing import Final
+
+import exporter.engine
 
 OTHER: Final = "Other"
 
@@ -131,8 +136,31 @@ _EXTRA: Final[Mapping[str, frozenset[str]]] = {
 }
 
 
-def bounded_reason(type_: str, reason: str) -> str:
-    """The reason itself when allowed for this condition type, else ``Other``."""
+_CAMEL = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+
+def _engine_reasons() -> frozenset[str]:
+    """Every CamelCase string constant of the engine modules: the reasons rules can set.
+
+    The engine is pure and its constants are fixed at import, so this set is bounded; a reason the
+    engine copies from a provider's object (a mirrored Ready) is not among them and reads Other.
+    """
+    found: set[str] = set()
+    for info in pkgutil.iter_modules(exporter.engine.__path__, "exporter.engine."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if name.isupper() and isinstance(value, str) and _CAMEL.match(value):
+                found.add(value)
+    return frozenset(found)
+
+
+ENGINE_REASONS: Final = _engine_reasons()
+
+
+def bounded_reason(type_: str, reason: str, *, computed: bool = False) -> str:
+    """The reason itself when allowed for this condition type (or set by an engine rule), else ``Other``."""
+    if computed and reason in ENGINE_REASONS:
+        return reason
     allowed = ALLOWED.get(type_)
     if allowed is not None and (reason in allowed or reason in _EXTRA.get(type_, ())):
         return reason
