@@ -160,7 +160,8 @@ def test_reasons_pass_an_allow_list(type_, reason, want):
 
 
 def test_reasons_the_engine_sets_pass_only_for_computed_conditions():
-    assert reasons.bounded_reason("Progressing", "ProgressingRuleMissing", computed=True) == "ProgressingRuleMissing"
+    engine_reason = "ProgressingRuleMissing"
+    assert reasons.bounded_reason("Progressing", engine_reason, computed=True) == engine_reason
     assert reasons.bounded_reason("Progressing", "ProgressingRuleMissing") == "Other"
     # A reason mirrored from a provider's object is not an engine constant.
     assert reasons.bounded_reason("InfrastructureReady", "InstanceProvisionStarted", computed=True) == "Other"
