@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from exporter.engine import cluster_counters as counts
-from exporter.engine.conditions import Priority, Reasons, find, not_yet_reported, summary
+from exporter.engine.conditions import NOT_YET_REPORTED, Priority, Reasons, find, not_yet_reported, summary
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Cluster, Condition, Gate, Status
 
@@ -114,7 +114,8 @@ def availability_gates(cluster: Cluster, view: GroupView) -> tuple[Gate, ...]:
 def available(cluster: Cluster, view: GroupView, computed: Iterable[Condition]) -> Condition:
     """The summary; computed conditions take precedence over reported ones, gates come as reported."""
     inputs = {c.type: c for c in cluster.conditions} if cluster.has_v1beta2_conditions else {}
-    inputs.update({c.type: c for c in computed})
+    # A computed placeholder for a missing input stays missing: the summary words it as upstream does.
+    inputs.update({c.type: c for c in computed if c.reason != NOT_YET_REPORTED})
     gates = availability_gates(cluster, view)
     for_types = list(dict.fromkeys([*DEFAULT_GATES, *(g.condition_type for g in gates)]))
     negative = frozenset({DELETING, *(g.condition_type for g in gates if g.negative)})
