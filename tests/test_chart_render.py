@@ -320,7 +320,14 @@ def test_name_overrides() -> None:
 def test_notes_render(values_file: Path | None) -> None:
     notes = render_text(values_files=[] if values_file is None else [values_file], notes=True)
     assert "kubectl --namespace monitoring port-forward service/fse-fleet-status-exporter 9842" in notes
-    assert "<no value>" not in notes
+
+
+def test_notes_describe_the_mode() -> None:
+    sharded = render_text(values_files=[CHART / "ci" / "02-sharded-values.yaml"], notes=True)
+    assert "a StatefulSet with 3 shards" in sharded
+    namespaced = render_text(values_files=[CHART / "ci" / "01-namespaced-values.yaml"], notes=True)
+    assert "Watched namespaces: fleet-a, fleet-b" in namespaced
+    assert "export every object 2 times" in render_text({"replicas": 2}, notes=True)
 
 
 def test_renderer_reports_template_errors() -> None:
