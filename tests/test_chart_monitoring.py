@@ -149,6 +149,16 @@ def test_service_monitor_keeps_exported_labels_and_scrape_settings(monitoring: l
     assert sm["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
+def test_service_monitor_basic_auth_and_tls_pass_through() -> None:
+    secret = {"name": "scrape-credentials", "key": "username"}
+    monitor = {"enabled": True, "scheme": "https", "tlsConfig": {"insecureSkipVerify": True},
+               "basicAuth": {"username": secret, "password": {**secret, "key": "password"}}}  # fmt: skip
+    (endpoint,) = one(render({"prometheus": {"monitor": monitor}}), "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    assert endpoint["basicAuth"] == monitor["basicAuth"]
+
+
 def test_service_monitor_is_off_by_default() -> None:
     assert by_kind(render(), "ServiceMonitor") == []
 
