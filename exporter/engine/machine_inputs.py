@@ -5,7 +5,8 @@ NodeHealthy, HealthCheckSucceeded, OwnerRemediated, the control plane pod/etcd c
 Updating are copied from the Machine's v1beta2 conditions; when the Machine is stored only in the
 v1beta1 layout they are derived from the v1beta1 condition with the same meaning (and from the
 bootstrapReady / infrastructureReady flags). Also owns the Deleting condition (deletion stage) and
-UpToDate for worker Machines that do not report it. Owns no summary (``machine.py``).
+UpToDate for Machines that do not report it (templates of a MachineDeployment's MachineSet, or the
+version of a control plane). Owns no summary (``machine.py``).
 
 v1beta1 → v1beta2 correspondences used (status and message kept, True gets the v1beta2 reason):
 BootstrapReady → BootstrapConfigReady; InfrastructureReady, NodeHealthy, HealthCheckSucceeded,
@@ -82,10 +83,9 @@ def inputs(m: Machine, view: GroupView) -> tuple[Condition, ...]:
                   if c is not None)
     if m.control_plane:
         result.extend(mirror(reported(m, t), t) for t in _control_plane_types(m, view))
-    else:
-        up_to_date = worker_up_to_date(m, view)
-        if up_to_date is not None:
-            result.append(up_to_date)
+    up_to_date = control_plane_up_to_date(m, view) if m.control_plane else worker_up_to_date(m, view)
+    if up_to_date is not None:
+        result.append(up_to_date)
     return tuple(result)
 
 
@@ -190,3 +190,17 @@ def worker_up_to_date(m: Machine, view: GroupView) -> Condition | None:
     if diffs:
         return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE, "\n".join(diffs))
     return Condition(UP_TO_DATE, Status.TRUE, UP_TO_DATE_REASON)
+
+
+def control_plane_up_to_date(m: Machine, view: GroupView) -> Condition | None:
+    """UpToDate of a control plane Machine: reported, else its version against the control plane's."""
+    own = reported(m, UP_TO_DATE)
+    if own is not None:
+        return mirror(own, UP_TO_DATE)
+    kcp = next((k for k in view.control_planes if k.meta.name == m.control_plane_name), None)
+    if kcp is None or not kcp.version or not m.version:
+        return None
+    if m.version == kcp.version:
+        return Condition(UP_TO_DATE, Status.TRUE, UP_TO_DATE_REASON)
+    message = f"* Version {m.version}, {kcp.version} required"
+    return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE, message)

@@ -197,6 +197,24 @@ def test_up_to_date_reported_wins() -> None:
            "NotUpToDate", "* Version x")
 
 
+CP_UP_TO_DATE = [
+    ("same-version", "v1.30.0", "v1.30.0", T, "UpToDate", ""),
+    ("older-version", "v1.29.0", "v1.30.0", F, "NotUpToDate", "* Version v1.29.0, v1.30.0 required"),
+]
+
+
+@pytest.mark.parametrize(("own", "wanted", "status", "reason", "message"), [c[1:] for c in CP_UP_TO_DATE],
+                         ids=[c[0] for c in CP_UP_TO_DATE])
+def test_control_plane_up_to_date_by_version(own: str, wanted: str, status: Status, reason: str,
+                                             message: str) -> None:
+    m = machine(layout="v1beta1", control_plane_name="kcp1", version=own)
+    expect(run(m, replace(kcp(), version=wanted)), "UpToDate", status, reason, message)
+
+
+def test_control_plane_up_to_date_absent_without_control_plane() -> None:
+    assert get(run(machine(layout="v1beta1", control_plane_name="kcp1", version="v1")), "UpToDate") is None
+
+
 def test_up_to_date_absent_without_owners() -> None:
     assert get(run(md_machine()), "UpToDate") is None
     assert get(run(machine(conditions=without("UpToDate"))), "UpToDate") is None
