@@ -139,17 +139,34 @@ def _parse(raw: dict[str, Any]) -> Base | None:
     return result
 
 
-_picks = st.lists(st.tuples(st.integers(0, len(BASES) - 1), st.integers(0, 10_000),
-                            st.sampled_from(["delete", "replace", "inject"]), _junk), max_size=6)
+_ACTIONS = st.sampled_from(["delete", "replace", "inject"])
+_WRONG_VALUES = ["3", "", -1, 2.5, float("nan"), True, None, [1], {"x": 1}, "x" * 200_000]
+_WRONG = st.sampled_from(_WRONG_VALUES[:-1])  # _junk already draws the huge string, rarely: it is slow
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(picks=_picks)
-def test_random_mutations_parse_and_compute(picks: list[tuple[int, int, str, Any]]) -> None:
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), mutations=st.integers(1, 6))
+def test_random_mutations_parse_and_compute(data: st.DataObject, mutations: int) -> None:
     raws = copy.deepcopy(BASES)
-    for which, index, action, junk in picks:
-        paths = _paths(raws[which])
-        raws[which] = _mutate(raws[which], paths[index % len(paths)], action, junk)
+    for _ in range(mutations):
+        which = data.draw(st.integers(0, len(raws) - 1))
+        # sampled_from spreads picks over every field; an index drawn from a wide range would not
+        path = data.draw(st.sampled_from(_paths(raws[which])))
+        raws[which] = _mutate(raws[which], path, data.draw(_ACTIONS), data.draw(st.one_of(_WRONG, _junk)))
+    _parse_and_compute(raws)
+
+
+def test_every_field_with_every_wrong_type() -> None:
+    # Random search rarely hits one given field with one given type: here every field gets each.
+    for which, base in enumerate(BASES):
+        for path in _paths(base)[1:]:
+            for value in _WRONG_VALUES:
+                raws = copy.deepcopy(BASES)
+                raws[which] = _mutate(raws[which], path, "replace", value)
+                _parse_and_compute(raws)
+
+
+def _parse_and_compute(raws: list[dict[str, Any]]) -> None:
     objects = [o for o in (_parse(r) for r in raws) if o is not None]
     works = [o for o in objects if isinstance(o, ManifestWork)]
     placements = [o for o in objects if isinstance(o, Placement)]
