@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -219,6 +220,7 @@ def test_dashboards_become_labelled_config_maps_with_the_json_unchanged(fixture_
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert cm["metadata"]["annotations"] == {"grafana_folder": "Fleet"}
     assert cm["data"] == {"Fleet_Overview.json": DASHBOARD}
+    kubernetes_validate.validate(cm, "1.31.0", strict=True)
 
 
 def test_dashboard_label_and_namespace_are_configurable(fixture_chart: Path) -> None:
