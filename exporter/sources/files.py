@@ -28,6 +28,8 @@ from exporter.engine.parse import project
 log = logging.getLogger("exporter.sources.files")
 
 SUFFIXES = (".yaml", ".yml", ".json")
+# libyaml's loader parses ~10x faster than the pure-Python one; both are "safe" (no object tags).
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class Sink(Protocol):
@@ -65,7 +67,7 @@ def _hidden(p: Path, root: Path) -> bool:
 
 def raw_objects(text: str, suffix: str) -> Iterator[Mapping[str, Any]]:
     """Every object in one file's text; ``List`` documents are flattened."""
-    docs: Iterable[Any] = [json.loads(text)] if suffix == ".json" else yaml.safe_load_all(text)
+    docs: Iterable[Any] = [json.loads(text)] if suffix == ".json" else yaml.load_all(text, Loader=_LOADER)
     for doc in docs:
         yield from _flatten(doc)
 
