@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 from exporter.engine import cluster_available as avail
 from exporter.engine import cluster_counters as counts
+from exporter.engine import controlplane
 from exporter.engine import machine_rollup as rollup
 from exporter.engine.conditions import Member, Reasons, aggregate, find, mirror, paused_condition
 from exporter.engine.evaluate_types import Computed, GroupView
@@ -83,7 +84,7 @@ def compute_cluster(cluster: Cluster, view: GroupView, now: float) -> Computed:
                                   rollup.READY_REASONS),
         rollup.machines_condition(CONTROL_PLANE_MACHINES_UP_TO_DATE, view,
                                   rollup.up_to_date_candidates(view, cp_machines, now), rollup.UP_TO_DATE,
-                                  rollup.UP_TO_DATE_REASONS),
+                                  rollup.UP_TO_DATE_REASONS, lookup=_cp_up_to_date(cluster, view)),
         rollup.machines_condition(WORKER_MACHINES_UP_TO_DATE, view,
                                   rollup.up_to_date_candidates(view, worker_machines, now), rollup.UP_TO_DATE,
                                   rollup.UP_TO_DATE_REASONS),
@@ -100,6 +101,14 @@ def compute_cluster(cluster: Cluster, view: GroupView, now: float) -> Computed:
         counters=counts.cluster_counters(cluster, view),
         phase=phase(cluster),
     )
+
+
+def _cp_up_to_date(cluster: Cluster, view: GroupView) -> rollup.Lookup | None:
+    """A KubeadmControlPlane judges its older Machines (no UpToDate condition) by version."""
+    kcp = counts.control_plane_object(cluster, view)
+    if kcp is None:
+        return None
+    return lambda m: controlplane.machine_up_to_date(kcp, view, m)
 
 
 def _missing_control_plane(cluster: Cluster, kind: str) -> Condition:

@@ -134,7 +134,7 @@ def _preflight_lines(
         lines.append(f"* waiting for a version upgrade to {topology_version} to be propagated")
     if any(m.meta.deleting for m in machines):
         lines.append("* waiting for a control plane Machine to complete deletion")
-    certificates = view.effective(kcp.key, health.CERTIFICATES_AVAILABLE)
+    certificates = health.certificates_available(kcp, view)
     if certificates is not None and certificates.status is not Status.TRUE:
         lines.append("* cluster certificates are missing or unknown")
     if _effective(kcp, view, components).status is not Status.TRUE:

@@ -184,7 +184,7 @@ def available(kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Mach
     members = [m for m in machines if m.node_name]
     etcd_healthy = sum(1 for m in members if _true(m, ETCD_MEMBER_HEALTHY))
     quorum = len(members) // 2 + 1
-    certificates = view.effective(kcp.key, CERTIFICATES_AVAILABLE)
+    certificates = certificates_available(kcp, view)
     certificates_ok = certificates is not None and certificates.status is Status.TRUE
     etcd_ok = not managed or etcd_healthy >= quorum
     if not kcp.meta.deleting and etcd_ok and k8s_healthy >= 1 and certificates_ok:
@@ -206,6 +206,12 @@ def available(kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Mach
     if k8s_healthy < 1:
         problems.append("* There are no Machines with healthy control plane components, at least 1 required")
     return Condition(AVAILABLE, Status.FALSE, NOT_AVAILABLE, "\n".join(problems))
+
+
+def certificates_available(kcp: KubeadmControlPlane, view: GroupView) -> Condition | None:
+    """Read as reported (certificate Secrets are not watched); a v1beta1 KCP has it as a v1beta1 one."""
+    own = view.effective(kcp.key, CERTIFICATES_AVAILABLE)
+    return own or find(kcp.v1beta1_conditions, CERTIFICATES_AVAILABLE)
 
 
 def _true(machine: Machine, type_: str) -> bool:

@@ -10,7 +10,7 @@ controller reports on counts with its reported conditions and an older one with 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from exporter.engine.conditions import Member, Reasons, aggregate, names_message
 from exporter.engine.evaluate_types import GroupView
@@ -59,20 +59,33 @@ def count_true(view: GroupView, machines: Iterable[Machine], type_: str) -> int:
     return sum(1 for m in machines if is_true(view, m, type_))
 
 
-def members(view: GroupView, machines: Iterable[Machine], type_: str) -> list[Member]:
+Lookup = Callable[[Machine], Condition | None]
+
+
+def members(view: GroupView, machines: Iterable[Machine], type_: str, lookup: Lookup | None = None
+            ) -> list[Member]:
     return [
-        Member("Machine", m.meta.name, view.effective(m.key, type_), control_plane=m.control_plane)
+        Member("Machine", m.meta.name, lookup(m) if lookup else view.effective(m.key, type_),
+               control_plane=m.control_plane)
         for m in machines
     ]
 
 
 def machines_condition(
-    target_type: str, view: GroupView, machines: Sequence[Machine], source_type: str, reasons: Reasons
+    target_type: str,
+    view: GroupView,
+    machines: Sequence[Machine],
+    source_type: str,
+    reasons: Reasons,
+    lookup: Lookup | None = None,
 ) -> Condition:
-    """Aggregate one Machine condition into the owner; no Machines is True ``NoReplicas``."""
+    """Aggregate one Machine condition into the owner; no Machines is True ``NoReplicas``.
+
+    ``lookup`` replaces the view's effective condition (a control plane judging its own Machines).
+    """
     if not machines:
         return Condition(target_type, Status.TRUE, NO_REPLICAS)
-    return aggregate(target_type, members(view, machines, source_type), source_type=source_type,
+    return aggregate(target_type, members(view, machines, source_type, lookup), source_type=source_type,
                      reasons=reasons)
 
 

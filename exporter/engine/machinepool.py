@@ -13,7 +13,9 @@ rules, adapted:
     MachinePool Machines, counts of their Ready/Available/UpToDate.
   * ``Available`` is True when available >= spec.replicas: pools have no maxUnavailable, so any
     missing replica makes the pool unavailable (a MachineDeployment with maxUnavailable 0 behaves
-    the same). Without MachinePool Machines "available" is only the infrastructure's replica count.
+    the same). Without MachinePool Machines "available" is only the infrastructure's replica count;
+    before the infrastructure is provisioned it is zero (no instance exists yet), after that an
+    unset status.replicas is Unknown.
   * ``MachinesReady``, ``MachinesUpToDate`` and ``RollingOut`` exist only when the pool has
     MachinePool Machines: otherwise there is nothing to aggregate and no claim is made.
   * Phase: the reported ``status.phase``, else derived as the controller does (Pending,
@@ -99,9 +101,12 @@ def counters(mp: MachinePool, view: GroupView, machines: Sequence[Machine]) -> M
 def available(mp: MachinePool, available_replicas: int | None) -> Condition:
     if mp.replicas is None:
         return Condition(AVAILABLE, Status.UNKNOWN, WAITING_FOR_REPLICAS_SET, WAITING_FOR_REPLICAS_MESSAGE)
-    if available_replicas is None:
+    if available_replicas is None and mp.infrastructure_provisioned is True:
         return Condition(AVAILABLE, Status.UNKNOWN, WAITING_FOR_AVAILABLE_REPLICAS_SET,
                          "Waiting for status.replicas set")
+    if available_replicas is None:
+        # Infrastructure not provisioned yet: no instance exists, which is a known zero.
+        available_replicas = 0
     if available_replicas >= mp.replicas:
         return Condition(AVAILABLE, Status.TRUE, AVAILABLE)
     if mp.meta.deleting:

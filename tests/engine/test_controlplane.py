@@ -14,6 +14,7 @@ from exporter.engine.evaluate_types import Computed
 from exporter.engine.model import Base, Condition, KubeadmControlPlane
 
 from .builders import (
+    CP_COMPONENTS,
     NOW,
     F,
     T,
@@ -184,6 +185,11 @@ CASES = [
           "* There are no Machines with healthy control plane components, at least 1 required"),
          control_plane(deleted_ago=1.0, conditions=[cond("CertificatesAvailable", U, "NotAvailable")]),
          objects=three(components=F)),
+    Case("available-v1beta1-kcp-reads-v1beta1-certificates", "Available", ("True", "Available", ""),
+         control_plane(layout="v1beta1", v1beta1=[cond("CertificatesAvailable", T)]),
+         objects=[cp_machine(f"m{i}", layout="v1beta1", base=[], components=None, etcd=None,
+                             v1beta1=[cond(t, T) for t in (*CP_COMPONENTS, "EtcdMemberHealthy")])
+                  for i in (1, 2, 3)]),
     Case("available-external-etcd-ignores-members", "Available", ("True", "Available", ""),
          control_plane(external_etcd=True), objects=three(etcd=F)),
 ]
