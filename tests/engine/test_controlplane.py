@@ -134,6 +134,14 @@ CASES = [
                                  "* waiting for a control plane Machine to complete deletion\n"
                                  "* Machine m1 is in deletion since more than 15m"),
          control_plane(deleted_ago=3600.0), objects=[cp_machine("m1", deleted_ago=1800.0)]),
+    Case("scaling-down-stale-machine-drain-delay", "ScalingDown",
+         ("True", "ScalingDown", "Scaling down from 4 to 3 replicas is blocked because:\n"
+                                 "* waiting for a control plane Machine to complete deletion\n"
+                                 "* Machine m4 is in deletion since more than 15m, delay likely due to "
+                                 "PodDisruptionBudgets"),
+         objects=[*three(), cp_machine("m4", deleted_ago=1800.0, drain_start_time=NOW - 600, base=base_with(
+             cond("Deleting", T, "DrainingNode", "Drain not completed yet:\n* Pod a: cannot evict pod as it "
+                                                 "would violate the pod's disruption budget.")))]),
     # Remediating
     Case("remediating-none", "Remediating", ("False", "NotRemediating", "")),
     Case("remediating-unhealthy-not-to-be-remediated", "Remediating",
