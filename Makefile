@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := prometheus golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
 
-.PHONY: run test lint pytest deps system-deps docs clean
+.PHONY: run test lint pytest deps system-deps docs sync-chart-files clean
 
 run: $(BIN)/fleet-status-exporter
 	$(BIN)/fleet-status-exporter serve --from-files examples/
@@ -37,6 +37,7 @@ system-deps:
 	command -v promtool >/dev/null || missing="$$missing prometheus"; \
 	command -v go >/dev/null || missing="$$missing golang-go"; \
 	test -d /usr/share/gocode/src/github.com/Masterminds/sprig || missing="$$missing sprig"; \
+	test -d /usr/share/gocode/src/gopkg.in/yaml.v3 || missing="$$missing yaml.v3"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages ($$missing )"; \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_PACKAGES); \
@@ -44,6 +45,10 @@ system-deps:
 
 docs: deps
 	$(BIN)/python -m exporter.metrics.docs > docs/metrics.md
+
+# The chart embeds alerts/ and dashboards/ unchanged; a test fails when its copies drift.
+sync-chart-files:
+	charts/fleet-status-exporter/sync-files.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
