@@ -1,0 +1,368 @@
+"""The benchmark run at one scale: start the fleet API server and the real ``serve``, then measure.
+
+Owns the order of the phases and what each records (see docs/performance.md for the meaning of
+every figure): time to ready and to a complete /metrics; the exposition's size; quiet scrape
+latency; a burst of changes for throughput and CPU per event; churn at a fixed rate with scrapes
+back to back (scrape latency under load, event-to-scrape latency, event-loop stalls), then slower
+scrapes until the churn time is up, sampling RSS all along. The instruments are ``probes.py``'s;
+the prometheus_client comparison is ``baseline.py``'s; formatting and budgets are ``report.py``'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.benchmark import probes
+from tests.benchmark.probes import Child, Scrape, StallProbe, percentile
+from tests.benchmark.profile import Profiler, summarize
+
+
+@dataclass
+class Options:
+    scale: int = 100
+    quick: bool = False
+    churn_minutes: float = 10.0
+    rate: float = 500.0
+    burst: int = 10_000
+    scrapes: int = 30  # quiet scrapes of each kind (raw, gzip)
+    window: float = 60.0  # seconds of back-to-back scrapes while churning
+    slow_interval: float = 15.0  # scrape interval for the rest of the churn (a Prometheus-like pace)
+    seed: int = 1
+    exporter_cmd: tuple[str, ...] = (sys.executable, "-m", "exporter", "serve")
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="fse-bench-")))
+    full: bool = True  # False: only ready, size and the burst (the per-event comparison scale)
+    paced_rate: float = 200.0  # changes per second of the per-event cost phase
+    paced_seconds: float = 10.0
+    profile: bool = False  # py-spy the exporter during the burst and the churn
+    burst_limit: float = 120.0  # seconds to wait for a burst to be processed
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_child(cmd: list[str], log: Path, stdout: int | None = None) -> Child:
+    fh = log.open("wb")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, stdout=stdout if stdout is not None else fh, stderr=fh, env=env)
+    return Child(proc, log)
+
+
+class Run:
+    """One scale's measurement; ``result`` collects every figure as plain JSON values."""
+
+    def __init__(self, opts: Options) -> None:
+        self.o = opts
+        self.dir = opts.workdir / f"scale-{opts.scale}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.result: dict[str, Any] = {"scale": opts.scale, "mode": "quick" if opts.quick else "full"}
+        self.port = free_port()
+        self.control = f"http://127.0.0.1:{free_port()}"
+        self.metrics_url = f"http://127.0.0.1:{self.port}/metrics"
+        self.api: Child | None = None
+        self.exporter: Child | None = None
+
+    # ---- lifecycle ----
+
+    def start_api(self) -> dict[str, Any]:
+        cport = self.control.rsplit(":", 1)[1]
+        cmd = [
+            sys.executable,
+            "-m",
+            "tests.benchmark.apiserver",
+            "--scale",
+            str(self.o.scale),
+            "--seed",
+            str(self.o.seed),
+            "--control-port",
+            cport,
+            "--kubeconfig-out",
+            str(self.dir / "kubeconfig"),
+        ]
+        self.api = start_child(cmd, self.dir / "apiserver.log", stdout=subprocess.PIPE)
+        assert self.api.proc.stdout is not None
+        line = self.api.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the fleet API server did not start:\n{self.api.log_tail()}")
+        info: dict[str, Any] = json.loads(line)
+        self.result["objects_in_api"] = sum(info["counts"].values())
+        self.result["objects_by_kind"] = info["counts"]
+        return info
+
+    def stop(self) -> None:
+        for child in (self.exporter, self.api):
+            if child is not None:
+                child.stop()
+
+    async def control_post(self, session: aiohttp.ClientSession, path: str, body: dict[str, Any]) -> Any:
+        async with session.post(self.control + path, json=body) as resp:
+            resp.raise_for_status()
+            return await resp.json()
+
+    async def control_get(self, session: aiohttp.ClientSession, path: str) -> Any:
+        async with session.get(self.control + path) as resp:
+            resp.raise_for_status()
+            return await resp.json()
+
+    # ---- phases ----
+
+    async def time_to_ready(self, session: aiohttp.ClientSession, kubeconfig: str) -> None:
+        cmd = [
+            *self.o.exporter_cmd,
+            "--kubeconfig",
+            kubeconfig,
+            "--web.listen-address",
+            f"127.0.0.1:{self.port}",
+        ]
+        start = time.monotonic()
+        self.exporter = start_child(cmd, self.dir / "exporter.log")
+        ready = await self._wait_status(session, "/readyz", start, 600)
+        self.result["ready_seconds"] = ready - start
+        # Ready means every first list is done; the first complete exposition may come a little later.
+        previous = -1
+        while True:
+            s = await probes.scrape(session, self.metrics_url, False)
+            n = probes.series_count(s.text())
+            if n == previous and n > 0:
+                break
+            previous = n
+            await asyncio.sleep(0.2)
+        self.result["complete_metrics_seconds"] = s.headers - start
+
+    async def _wait_status(
+        self, session: aiohttp.ClientSession, path: str, start: float, limit: float
+    ) -> float:
+        url = f"http://127.0.0.1:{self.port}{path}"
+        while time.monotonic() - start < limit:
+            assert self.exporter is not None
+            if not self.exporter.alive():
+                raise RuntimeError(f"the exporter exited:\n{self.exporter.log_tail()}")
+            try:
+                async with session.get(url) as resp:
+                    if resp.status == 200:
+                        return time.monotonic()
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.02)
+        raise TimeoutError(
+            f"{path} not 200 within {limit}s:\n{self.exporter.log_tail() if self.exporter else ''}"
+        )
+
+    async def size(self, session: aiohttp.ClientSession) -> None:
+        raw = await probes.scrape(session, self.metrics_url, False)
+        gz = await probes.scrape(session, self.metrics_url, True)
+        text = raw.text()
+        (self.dir / "metrics.txt").write_text(text)
+        self.result.update(
+            series=probes.series_count(text),
+            objects_served=probes.object_count(text),
+            bytes_raw=raw.wire_bytes,
+            bytes_gzip=gz.wire_bytes if gz.gzip else None,
+            self_metrics_after_sync=probes.self_metrics(text),
+        )
+        assert self.exporter is not None
+        self.result["memory_after_sync_mib"] = probes.memory_mib(self.exporter.pid)
+
+    async def quiet_scrapes(self, session: aiohttp.ClientSession) -> None:
+        assert self.exporter is not None
+        probe = StallProbe(self.port)
+        probe.start()
+        await asyncio.sleep(0.2)
+        raw, gz = await self._scrape_series(session, self.o.scrapes)
+        records = probe.stop()
+        self.result["quiet"] = _latencies(raw, gz) | {
+            "stall_during_scrape_s": probes.worst_during(records, [(s.start, s.end) for s in raw + gz]),
+            "healthz_p50_s": percentile([r[1] for r in records], 50),
+        }
+
+    async def _scrape_series(
+        self, session: aiohttp.ClientSession, n: int
+    ) -> tuple[list[Scrape], list[Scrape]]:
+        raw: list[Scrape] = []
+        gz: list[Scrape] = []
+        for _ in range(n):
+            raw.append(await probes.scrape(session, self.metrics_url, False))
+            gz.append(await probes.scrape(session, self.metrics_url, True))
+        return raw, gz
+
+    async def burst(self, session: aiohttp.ClientSession) -> None:
+        """N changes made at once; processed when the exporter's CPU goes idle and the markers show."""
+        assert self.exporter is not None
+        pid = self.exporter.pid
+        await self._wait_idle(pid, 5.0)
+        cpu0 = probes.cpu_seconds(pid)
+        with Profiler(pid, self.dir / "profile-burst.txt", self.o.profile):
+            b = await self.control_post(session, "/burst", {"n": self.o.burst})
+            busy_until, cpu1 = await self._wait_idle(pid, self.o.burst_limit)
+        s = await probes.scrape(session, self.metrics_url, False)
+        seen = probes.markers(s.text())
+        changes = (await self.control_get(session, f"/changes?since={b['first_index']}"))["changes"]
+        visible = [c for c in changes if seen.get((c["namespace"], c["name"]), -1) >= c["marker"]]
+        # Unfinished within the limit: the rate is a lower bound from the changes that did show.
+        events = b["events"] if len(visible) == len(changes) else sum(c["events"] for c in visible)
+        processing = max(busy_until - b["end"], 1e-9)
+        self.result["burst"] = {
+            "changes": self.o.burst,
+            "events": b["events"],
+            "api_emit_seconds": b["end"] - b["start"],
+            "processing_seconds": processing,
+            "events_per_second": events / processing,
+            "cpu_seconds": cpu1 - cpu0,
+            "cpu_us_per_event": (cpu1 - cpu0) / max(events, 1) * 1e6,
+            "not_visible_after": len(changes) - len(visible),
+            "complete": len(visible) == len(changes),
+        }
+        if self.o.profile:
+            self.result["profile_burst"] = summarize(self.dir / "profile-burst.txt")
+
+    async def paced(self, session: aiohttp.ClientSession) -> None:
+        """Exporter CPU per event at a rate it keeps up with, without scrapes: the per-event cost.
+
+        A burst lets changes to one group coalesce (more so on a small fleet), so the comparison
+        across scales uses a paced stream where almost every change is processed on its own.
+        """
+        assert self.exporter is not None
+        pid = self.exporter.pid
+        await self._wait_idle(pid, 10.0)
+        t0, cpu0 = time.monotonic(), probes.cpu_seconds(pid)
+        await asyncio.sleep(1.0)
+        idle_rate = (probes.cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
+        cpu0 = probes.cpu_seconds(pid)
+        started = await self.control_post(session, "/churn", {"rate": self.o.paced_rate})
+        await asyncio.sleep(self.o.paced_seconds)
+        stopped = await self.control_post(session, "/churn/stop", {})
+        busy_until, cpu1 = await self._wait_idle(pid, self.o.burst_limit)
+        changes = (await self.control_get(session, f"/changes?since={started['index']}"))["changes"]
+        events = sum(c["events"] for c in changes[: stopped["index"] - started["index"]])
+        spent = cpu1 - cpu0 - idle_rate * (busy_until - started["started"])
+        self.result["paced"] = {
+            "rate": self.o.paced_rate,
+            "events": events,
+            "cpu_seconds": spent,
+            "idle_cpu_rate": idle_rate,
+            "cpu_us_per_event": spent / max(events, 1) * 1e6,
+            "drain_seconds": max(busy_until - stopped["stopped"], 0.0),
+        }
+
+    async def _wait_idle(self, pid: int, limit: float, quiet: float = 0.5) -> tuple[float, float]:
+        """Wait until ``pid`` used < 2 % CPU for ``quiet`` s; returns (last busy time, CPU then)."""
+        start = time.monotonic()
+        last_cpu, last_busy, busy_cpu = probes.cpu_seconds(pid), time.monotonic(), probes.cpu_seconds(pid)
+        while time.monotonic() - start < limit:
+            await asyncio.sleep(0.01)
+            now, cpu = time.monotonic(), probes.cpu_seconds(pid)
+            if cpu - busy_cpu > 0.02 * (now - last_busy) + 1 / probes.CLK_TCK:
+                last_busy, busy_cpu = now, cpu
+            elif now - last_busy >= quiet:
+                return last_busy, busy_cpu
+            last_cpu = cpu
+        return time.monotonic(), last_cpu
+
+    async def churn(self, session: aiohttp.ClientSession) -> None:
+        assert self.exporter is not None
+        pid = self.exporter.pid
+        started = await self.control_post(session, "/churn", {"rate": self.o.rate})
+        probe = StallProbe(self.port)
+        probe.start()
+        profiler = Profiler(pid, self.dir / "profile-churn.txt", self.o.profile).__enter__()
+        tracker = probes.Visibility(started["index"])
+        rss: list[tuple[float, float]] = []
+        raw: list[Scrape] = []
+        gz: list[Scrape] = []
+        t0 = time.monotonic()
+        end = t0 + self.o.churn_minutes * 60
+        next_rss = t0
+        use_gzip = False
+        while time.monotonic() < end:
+            in_window = time.monotonic() - t0 < self.o.window
+            s = await probes.scrape(session, self.metrics_url, use_gzip)
+            (gz if use_gzip else raw).append(s)
+            use_gzip = not use_gzip
+            batch = await self.control_get(session, f"/changes?since={tracker.next}")
+            tracker.add(batch["changes"], batch["next"])
+            tracker.observe(s, probes.markers(s.text()))
+            if time.monotonic() >= next_rss:
+                rss.append((time.monotonic() - t0, probes.memory_mib(pid)["VmRSS"]))
+                next_rss += 5.0
+            if not in_window:
+                pause_until = min(s.start + self.o.slow_interval, end)
+                while time.monotonic() < pause_until:
+                    if time.monotonic() >= next_rss:
+                        rss.append((time.monotonic() - t0, probes.memory_mib(pid)["VmRSS"]))
+                        next_rss += 5.0
+                    await asyncio.sleep(min(1.0, max(pause_until - time.monotonic(), 0)))
+        stopped = await self.control_post(session, "/churn/stop", {})
+        records = probe.stop()
+        profiler.__exit__()
+        if self.o.profile:
+            self.result["profile_churn"] = summarize(self.dir / "profile-churn.txt")
+        windows = [(s.start, s.end) for s in raw + gz]
+        made = stopped["index"] - started["index"]
+        self.result["churn"] = _latencies(raw, gz) | {
+            "minutes": self.o.churn_minutes,
+            "rate": self.o.rate,
+            "changes": made,
+            "achieved_rate": made / max(time.monotonic() - t0, 1e-9),
+            "event_to_scrape_p50_s": percentile(tracker.latencies, 50),
+            "event_to_scrape_p99_s": percentile(tracker.latencies, 99),
+            "event_to_scrape_samples": len(tracker.latencies),
+            "never_seen": tracker.older_than(max(s.start for s in raw + gz) - 2.0),
+            "poll_interval_p50_s": percentile(
+                [
+                    b.start - a.start
+                    for a, b in zip(
+                        sorted(raw + gz, key=lambda x: x.start)[:-1],
+                        sorted(raw + gz, key=lambda x: x.start)[1:],
+                        strict=True,
+                    )
+                ],
+                50,
+            ),
+            "stall_during_scrape_s": probes.worst_during(records, windows),
+            "stall_any_s": max((r[1] for r in records), default=float("nan")),
+            "rss_samples_mib": rss,
+        }
+        self.result["memory_after_churn_mib"] = probes.memory_mib(pid)
+        s = await probes.scrape(session, self.metrics_url, False)
+        self.result["self_metrics_after_churn"] = probes.self_metrics(s.text())
+
+    async def run(self) -> dict[str, Any]:
+        info = self.start_api()
+        try:
+            async with probes.client_session() as session:
+                await self.time_to_ready(session, info["kubeconfig"])
+                await self.size(session)
+                if self.o.full:
+                    await self.quiet_scrapes(session)
+                await self.paced(session)
+                await self.burst(session)
+                if self.o.full:
+                    await self.churn(session)
+        finally:
+            self.stop()
+        return self.result
+
+
+def _latencies(raw: list[Scrape], gz: list[Scrape]) -> dict[str, Any]:
+    return {
+        "scrapes_raw": len(raw),
+        "scrapes_gzip": len(gz),
+        "scrape_raw_p50_s": percentile([s.seconds for s in raw], 50),
+        "scrape_raw_p99_s": percentile([s.seconds for s in raw], 99),
+        "scrape_gzip_p50_s": percentile([s.seconds for s in gz], 50),
+        "scrape_gzip_p99_s": percentile([s.seconds for s in gz], 99),
+    }

@@ -1,0 +1,257 @@
+"""Measuring instruments: child processes, /proc readings, timed scrapes, an event-loop stall probe,
+and reading markers and series out of an exposition.
+
+Owns how each figure is taken, not when (``harness.py``): RSS and CPU from ``/proc/<pid>``, a
+scrape timed to its headers and its last byte with the body kept compressed when gzip was asked
+for, and a /healthz poller in a separate process (its latency during a scrape bounds how long the
+exporter's event loop was blocked; it runs apart so the measuring client's own pauses do not
+count).
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import multiprocessing as mp
+import os
+import re
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.benchmark.mutations import MARKER_FAMILY, marker_of
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# ---- processes --------------------------------------------------------------------------------
+
+
+@dataclass
+class Child:
+    """A child process started by the harness; stopped with SIGTERM, then SIGKILL."""
+
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout)
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def memory_mib(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak RSS) of ``pid`` in MiB."""
+    out: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0]) / 1024
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+# ---- scrapes ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Scrape:
+    start: float
+    headers: float  # when the response headers arrived: the body was built by then
+    end: float
+    gzip: bool
+    wire_bytes: int
+    body: bytes  # as received (compressed when ``gzip``)
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    def text(self) -> str:
+        raw = gzip.decompress(self.body) if self.gzip else self.body
+        return raw.decode()
+
+
+async def scrape(session: aiohttp.ClientSession, url: str, use_gzip: bool) -> Scrape:
+    headers = {
+        "Accept-Encoding": "gzip" if use_gzip else "identity",
+        "Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1",
+    }
+    start = time.monotonic()
+    async with session.get(url, headers=headers) as resp:
+        got_headers = time.monotonic()
+        resp.raise_for_status()
+        body = await resp.read()
+        end = time.monotonic()
+        compressed = resp.headers.get("Content-Encoding", "") == "gzip"
+    return Scrape(start, got_headers, end, compressed, len(body), body)
+
+
+def client_session() -> aiohttp.ClientSession:
+    # auto_decompress off: the timed part is the transfer; decompression happens afterwards.
+    return aiohttp.ClientSession(auto_decompress=False, timeout=aiohttp.ClientTimeout(total=120))
+
+
+# ---- event-loop stall probe -------------------------------------------------------------------
+
+
+def _poll_healthz(port: int, interval: float, conn: Connection) -> None:
+    records: list[tuple[float, float]] = []
+    client = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    while not conn.poll():
+        start = time.monotonic()
+        try:
+            client.request("GET", "/healthz")
+            client.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            client.close()
+            client = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            continue
+        records.append((start, time.monotonic() - start))
+        time.sleep(interval)
+    conn.send(records)
+
+
+class StallProbe:
+    """Polls /healthz every ``interval`` seconds from another process; ``stop`` returns (start, latency)."""
+
+    def __init__(self, port: int, interval: float = 0.005) -> None:
+        self.parent, child = mp.Pipe()
+        self.proc = mp.get_context("fork").Process(
+            target=_poll_healthz, args=(port, interval, child), daemon=True
+        )
+
+    def start(self) -> None:
+        self.proc.start()
+
+    def stop(self) -> list[tuple[float, float]]:
+        self.parent.send("stop")
+        records: list[tuple[float, float]] = self.parent.recv()
+        self.proc.join(5)
+        return records
+
+
+def worst_during(records: Sequence[tuple[float, float]], windows: Sequence[tuple[float, float]]) -> float:
+    """The longest probe latency among probes that overlapped one of ``windows``."""
+    worst = 0.0
+    spans = sorted(windows)
+    for start, latency in records:
+        end = start + latency
+        if any(s <= end and start <= e for s, e in spans):
+            worst = max(worst, latency)
+    return worst
+
+
+# ---- reading expositions ----------------------------------------------------------------------
+
+_MARKER_LINE = re.compile(MARKER_FAMILY + r"\{([^}]*)\} (\S+)")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_UID = re.compile(r'uid="([^"]*)"')
+
+
+def markers(text: str) -> dict[tuple[str, str], int]:
+    """(namespace, name) → marker of every Machine in ``text``."""
+    out: dict[tuple[str, str], int] = {}
+    begin = text.find(f"# TYPE {MARKER_FAMILY} ")
+    if begin < 0:
+        begin = 0  # no TYPE line: search everything
+    end = text.find("\n# HELP", begin + 1)
+    block = text[begin:] if end < 0 else text[begin:end]
+    for m in _MARKER_LINE.finditer(block):
+        labels = dict(_LABEL.findall(m.group(1)))
+        out[(labels.get("namespace", ""), labels.get("name", ""))] = marker_of(float(m.group(2)))
+    return out
+
+
+def series_count(text: str) -> int:
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    comments = text.count("\n#") + (1 if text.startswith("#") else 0)
+    blanks = text.count("\n\n")
+    return lines - comments - blanks
+
+
+def object_count(text: str) -> int:
+    return len(set(_UID.findall(text)))
+
+
+def self_metrics(text: str, prefix: str = "fleet_status_exporter_") -> dict[str, float]:
+    """The exporter's self-metric samples, keyed by their series text."""
+    out: dict[str, float] = {}
+    for m in re.finditer(rf"^({re.escape(prefix)}\S*?(?:\{{[^}}]*\}})?) (\S+)$", text, re.MULTILINE):
+        try:
+            out[m.group(1)] = float(m.group(2))
+        except ValueError:
+            continue
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100); NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+class Visibility:
+    """Changes waiting to show in /metrics, and how long the ones that showed took."""
+
+    def __init__(self, start_index: int) -> None:
+        self.next = start_index
+        self.pending: dict[tuple[str, str], list[tuple[int, float]]] = {}
+        self.latencies: list[float] = []
+
+    def add(self, changes: list[dict[str, Any]], next_index: int) -> None:
+        for c in changes:
+            self.pending.setdefault((c["namespace"], c["name"]), []).append((c["marker"], c["at"]))
+        self.next = next_index
+
+    def older_than(self, t: float) -> int:
+        """Changes made before ``t`` that never showed."""
+        return sum(1 for waiting in self.pending.values() for _, at in waiting if at < t)
+
+    def observe(self, scrape: Scrape, seen: dict[tuple[str, str], int]) -> None:
+        # The headers arrive once the body is built: an upper bound of when the scrape's view was taken.
+        for key in list(self.pending):
+            value = seen.get(key, -1)
+            waiting = self.pending[key]
+            keep = []
+            for marker, at in waiting:
+                if value >= marker and at <= scrape.headers:
+                    self.latencies.append(max(scrape.headers - at, 0.0))
+                else:
+                    keep.append((marker, at))
+            if keep:
+                self.pending[key] = keep
+            else:
+                del self.pending[key]

@@ -1,0 +1,166 @@
+"""The benchmark's output: derived figures, the performance budget, the table and the JSON file.
+
+Owns the budget of docs/performance.md (checked on the 100 % run only, since it is stated for the
+target fleet) and how results are printed: one column per scale, one row per figure, the budget
+and a pass/miss verdict next to it. Owns no measurement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Result = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Budget:
+    label: str
+    limit: str
+    check: Callable[[float], bool]
+
+
+BUDGETS: dict[str, Budget] = {
+    "ready_seconds": Budget("ready", "<= 15 s", lambda v: v <= 15),
+    "peak_rss_mib": Budget("peak RSS", "<= 300 MiB", lambda v: v <= 300),
+    "rss_growth_mib": Budget("RSS growth under churn", "flat (<= 5 %, min 10 MiB)", lambda v: True),
+    "scrape_gzip_p99_s": Budget("/metrics p99 gzip (events flowing)", "<= 1 s", lambda v: v <= 1),
+    "stall_s": Budget("event-loop stall by a scrape", "<= 50 ms", lambda v: v <= 0.050),
+    "speedup": Budget("scrape vs prometheus_client", ">= 20x", lambda v: v >= 20),
+    "events_per_second": Budget("events processed per second", ">= 5,000", lambda v: v >= 5000),
+    "event_to_scrape_p99_s": Budget("event-to-scrape p99 at 500 ev/s", "< 1 s", lambda v: v < 1),
+    "per_event_ratio": Budget("per-event CPU, 100 % / 10 %", "<= 1.5", lambda v: v <= 1.5),
+}
+
+
+def derive(results: list[Result]) -> None:
+    """Add the figures computed from several measurements (in place)."""
+    by_scale = {r["scale"]: r for r in results}
+    for r in results:
+        mem = [r.get("memory_after_sync_mib", {}), r.get("memory_after_churn_mib", {})]
+        r["peak_rss_mib"] = max((m.get("VmHWM", 0.0) for m in mem), default=float("nan"))
+        churn = r.get("churn", {})
+        samples = [v for _, v in churn.get("rss_samples_mib", [])]
+        if len(samples) >= 4:
+            q = len(samples) // 4
+            growth = _mean(samples[-q:]) - _mean(samples[q : 2 * q])
+            r["rss_growth_mib"] = growth
+            base = r.get("memory_after_sync_mib", {}).get("VmRSS", 0.0)
+            r["rss_flat"] = growth <= max(0.05 * base, 10.0)
+        r["scrape_gzip_p99_s"] = churn.get("scrape_gzip_p99_s", float("nan"))
+        stalls = [r.get("quiet", {}).get("stall_during_scrape_s"), churn.get("stall_during_scrape_s")]
+        r["stall_s"] = max((s for s in stalls if s is not None and not math.isnan(s)), default=float("nan"))
+        base = r.get("baseline", {}).get("generate_latest_seconds")
+        quiet = r.get("quiet", {}).get("scrape_raw_p50_s")
+        r["speedup"] = base / quiet if base and quiet else float("nan")
+        r["events_per_second"] = r.get("burst", {}).get("events_per_second", float("nan"))
+        r["event_to_scrape_p99_s"] = churn.get("event_to_scrape_p99_s", float("nan"))
+    small, large = by_scale.get(min(by_scale)), by_scale.get(max(by_scale))
+    if small is not None and large is not None and small is not large:
+        a = small.get("paced", {}).get("cpu_us_per_event")
+        b = large.get("paced", {}).get("cpu_us_per_event")
+        if a and b:
+            large["per_event_ratio"] = b / a
+
+
+def verdicts(result: Result) -> dict[str, bool]:
+    """Budget key → met, for the figures present (only meaningful at 100 %)."""
+    out: dict[str, bool] = {}
+    for key, budget in BUDGETS.items():
+        value = result.get(key)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        out[key] = bool(result.get("rss_flat", True)) if key == "rss_growth_mib" else budget.check(value)
+    return out
+
+
+ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
+    ("objects in the API", lambda r: r.get("objects_in_api"), "{:,}"),
+    ("objects served", lambda r: r.get("objects_served"), "{:,}"),
+    ("series served", lambda r: r.get("series"), "{:,}"),
+    ("bytes per scrape, raw", lambda r: _mb(r.get("bytes_raw")), "{:.1f} MB"),
+    ("bytes per scrape, gzip", lambda r: _mb(r.get("bytes_gzip")), "{:.2f} MB"),
+    ("time to /readyz 200", lambda r: r.get("ready_seconds"), "{:.1f} s"),
+    ("time to complete /metrics", lambda r: r.get("complete_metrics_seconds"), "{:.1f} s"),
+    ("RSS after sync", lambda r: r.get("memory_after_sync_mib", {}).get("VmRSS"), "{:.0f} MiB"),
+    ("RSS after churn", lambda r: r.get("memory_after_churn_mib", {}).get("VmRSS"), "{:.0f} MiB"),
+    ("peak RSS (VmHWM)", lambda r: r.get("peak_rss_mib"), "{:.0f} MiB"),
+    ("RSS growth, 2nd vs 4th quarter of churn", lambda r: r.get("rss_growth_mib"), "{:+.1f} MiB"),
+    ("/metrics p50 raw, quiet", lambda r: r.get("quiet", {}).get("scrape_raw_p50_s"), "{:.3f} s"),
+    ("/metrics p50 gzip, quiet", lambda r: r.get("quiet", {}).get("scrape_gzip_p50_s"), "{:.3f} s"),
+    ("/metrics p50 raw, events flowing", lambda r: r.get("churn", {}).get("scrape_raw_p50_s"), "{:.3f} s"),
+    ("/metrics p99 raw, events flowing", lambda r: r.get("churn", {}).get("scrape_raw_p99_s"), "{:.3f} s"),
+    ("/metrics p50 gzip, events flowing", lambda r: r.get("churn", {}).get("scrape_gzip_p50_s"), "{:.3f} s"),
+    ("/metrics p99 gzip, events flowing", lambda r: r.get("scrape_gzip_p99_s"), "{:.3f} s"),
+    ("longest /healthz stall during a scrape", lambda r: _ms(r.get("stall_s")), "{:.0f} ms"),
+    (
+        "prometheus_client generate_latest",
+        lambda r: r.get("baseline", {}).get("generate_latest_seconds"),
+        "{:.2f} s",
+    ),
+    ("scrape speed-up vs prometheus_client", lambda r: r.get("speedup"), "{:.0f}x"),
+    ("burst: events processed per second", lambda r: r.get("events_per_second"), "{:,.0f}"),
+    ("burst: exporter CPU per event", lambda r: r.get("burst", {}).get("cpu_us_per_event"), "{:.0f} us"),
+    ("paced: exporter CPU per event", lambda r: r.get("paced", {}).get("cpu_us_per_event"), "{:.0f} us"),
+    ("churn rate achieved", lambda r: r.get("churn", {}).get("achieved_rate"), "{:.0f} ev/s"),
+    ("event-to-scrape p50", lambda r: r.get("churn", {}).get("event_to_scrape_p50_s"), "{:.3f} s"),
+    ("event-to-scrape p99", lambda r: r.get("event_to_scrape_p99_s"), "{:.3f} s"),
+    ("  (poll interval p50)", lambda r: r.get("churn", {}).get("poll_interval_p50_s"), "{:.3f} s"),
+    ("per-event CPU ratio, largest / smallest scale", lambda r: r.get("per_event_ratio"), "{:.2f}"),
+]
+_BUDGET_OF_ROW = {
+    "time to /readyz 200": "ready_seconds",
+    "peak RSS (VmHWM)": "peak_rss_mib",
+    "RSS growth, 2nd vs 4th quarter of churn": "rss_growth_mib",
+    "/metrics p99 gzip, events flowing": "scrape_gzip_p99_s",
+    "longest /healthz stall during a scrape": "stall_s",
+    "scrape speed-up vs prometheus_client": "speedup",
+    "burst: events processed per second": "events_per_second",
+    "event-to-scrape p99": "event_to_scrape_p99_s",
+    "per-event CPU ratio, largest / smallest scale": "per_event_ratio",
+}
+
+
+def table(results: list[Result]) -> str:
+    results = sorted(results, key=lambda r: r["scale"])
+    target = next((r for r in results if r["scale"] == 100), None)
+    verdict = verdicts(target) if target is not None else {}
+    header = ["figure", *[f"{r['scale']} % ({r['mode']})" for r in results], "budget at 100 %", ""]
+    rows = [header]
+    for label, get, fmt in ROWS:
+        cells = [_fmt(get(r), fmt) for r in results]
+        if all(c == "-" for c in cells):
+            continue
+        key = _BUDGET_OF_ROW.get(label)
+        limit = BUDGETS[key].limit if key else ""
+        mark = ("ok" if verdict[key] else "MISS") if key and key in verdict else ""
+        rows.append([label, *cells, limit, mark])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def _fmt(value: Any, fmt: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return fmt.format(value)
+
+
+def _mb(v: Any) -> float | None:
+    return v / 1e6 if isinstance(v, int | float) else None
+
+
+def _ms(v: Any) -> float | None:
+    return v * 1000 if isinstance(v, int | float) and not math.isnan(v) else None
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
