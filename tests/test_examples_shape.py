@@ -73,13 +73,6 @@ def _has(obj: Obj, type_: str, status: str, reason: str | None = None,
     return c is not None and c["status"] == status and (reason is None or c.get("reason") == reason)
 
 
-def _v2_conditions(obj: Obj) -> list[Obj]:
-    """The metav1 conditions of a CAPI object, wherever its layout keeps them."""
-    if obj["apiVersion"].endswith("/v1beta1"):
-        return list(_get(obj, "status.v1beta2.conditions") or [])
-    return list(_get(obj, "status.conditions") or [])
-
-
 def _walk_conditions(obj: Any, path: str = "") -> Iterator[tuple[str, list[Any]]]:
     if isinstance(obj, dict):
         for k, v in obj.items():
@@ -395,7 +388,7 @@ def test_v1beta2_objects_keep_v1beta1_conditions_under_deprecated() -> None:
              "MachineHealthCheck"}
     for o in OBJECTS:
         if o["kind"] in kinds and o["apiVersion"].endswith("/v1beta2"):
-            assert _v2_conditions(o), o["metadata"]["name"]
+            assert _get(o, "status.conditions"), o["metadata"]["name"]
             assert _get(o, "status.deprecated.v1beta1.conditions"), o["metadata"]["name"]
 
 
