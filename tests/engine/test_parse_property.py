@@ -1,4 +1,7 @@
-"""project() never raises and stays bounded, whatever a random mutation does to a valid object."""
+"""project() never raises and stays bounded, whatever a random mutation does to a valid object.
+
+Covers every kind project() dispatches, CAPI and OCM (the OCM readers are reached through it).
+"""
 
 from __future__ import annotations
 
@@ -30,6 +33,10 @@ _SPEC = {
     "checks": {"nodeStartupTimeoutSeconds": 600}, "nodeStartupTimeout": "10m", "maxUnhealthy": "40%",
     "remediation": {"triggerIf": {"unhealthyLessThanOrEqualTo": 2}}, "providerIDList": ["a"],
     "kubeadmConfigSpec": {"clusterConfiguration": {"etcd": {"local": {}}}},
+    "placementRefs": [{"name": "p", "rolloutStrategy": {"type": "Progressive",
+                                                        "progressive": {"maxConcurrency": "25%"}}}],
+    "manifestWorkTemplate": {"workload": {"manifests": [{"kind": "ConfigMap"}]},
+                             "manifestConfigs": [{"conditionRules": [{"type": "Progressing"}]}]},
 }
 _STATUS_EXTRA = {
     "replicas": 3, "readyReplicas": 2, "availableReplicas": 2, "upToDateReplicas": 1, "updatedReplicas": 1,
@@ -39,10 +46,19 @@ _STATUS_EXTRA = {
     "lastRemediation": {"machine": "m", "time": "2024-01-01T00:00:00Z"},
     "expectedMachines": 3, "currentHealthy": 2, "targets": ["m"], "nodeInfo": {"kubeletVersion": "v1"},
     "addresses": [{"type": "InternalIP", "address": "1.2.3.4"}], "deletion": {"nodeDrainStartTime": "x"},
+    "summary": {"total": 2, "Applied": 1, "available": 1}, "numberOfSelectedClusters": 2,
+    "placementSummary": [{"name": "p", "availableDecisionGroups": "1 (2 / 2 clusters applied)",
+                          "summary": {"total": 2}}],
+    "decisions": [{"clusterName": "c", "reason": ""}], "decisionGroups": [{"decisionGroupIndex": 0}],
 }
 _KINDS = [("Cluster", CORE), ("ClusterClass", CORE), ("Machine", CORE), ("MachineSet", CORE),
           ("MachineDeployment", CORE), ("MachinePool", CORE), ("MachineHealthCheck", CORE),
-          ("KubeadmControlPlane", CP), ("AWSMachinePool", "infrastructure.cluster.x-k8s.io")]
+          ("KubeadmControlPlane", CP), ("AWSMachinePool", "infrastructure.cluster.x-k8s.io"),
+          ("ManifestWorkReplicaSet", "work.open-cluster-management.io"),
+          ("ManifestWork", "work.open-cluster-management.io"),
+          ("ManagedCluster", "cluster.open-cluster-management.io"),
+          ("Placement", "cluster.open-cluster-management.io"),
+          ("PlacementDecision", "cluster.open-cluster-management.io")]
 _LAYOUTS = [("v1beta2", v2_status), ("v1beta1", mixed_status), ("v1beta1", v1_status)]
 
 
