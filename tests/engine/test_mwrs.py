@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from exporter.engine.model import Condition, ManifestWorkReplicaSet, Status
-from exporter.engine.mwrs import FINDING_CODES, compute_mwrs
+from exporter.engine.mwrs import FINDING_CODES, REASONS, compute_mwrs
 
 from .builders import (
     F,
@@ -176,6 +176,7 @@ def test_progressing_and_ready(case: Case) -> None:
     assert _shape(computed.condition("Progressing")) == case.progressing
     assert _shape(computed.condition("Ready")) == case.ready
     assert [c.type for c in computed.conditions] == ["Progressing", "Ready"]
+    assert all(c.reason in REASONS for c in computed.conditions)  # the reason-label allow-list is complete
     assert all(c.last_transition_time is None for c in computed.conditions)  # evaluate.py fills it
 
 

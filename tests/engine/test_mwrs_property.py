@@ -24,6 +24,8 @@ from exporter.engine.model import (
 )
 from exporter.engine.mwrs import (
     FINDING_CODES,
+    PHASES,
+    REASONS,
     compute_managedcluster,
     compute_manifestwork,
     compute_mwrs,
@@ -177,8 +179,8 @@ def _parse_and_compute(raws: list[dict[str, Any]]) -> None:
     if owner is not None:
         computed = compute_mwrs(owner, view, NOW)
         assert [c.type for c in computed.conditions] == ["Progressing", "Ready"]
-        assert all(isinstance(c.status, Status) and c.reason for c in computed.conditions)
-        assert computed.phase in ("Ready", "Progressing", "Failed", "Unknown")
+        assert all(isinstance(c.status, Status) and c.reason in REASONS for c in computed.conditions)
+        assert computed.phase in PHASES
         assert {f.code for f in computed.findings} <= set(FINDING_CODES)
         assert all(v is None or (isinstance(v, int) and v >= 0) for v in computed.counters.values())
     for work in works:
