@@ -13,7 +13,7 @@ import pytest
 
 from exporter.sources.kube import KubeSource, KubeSourceConfig
 from tests.kubeapi import CAPI_TYPES, INFRA_TYPES, OCM_TYPES, ResourceType
-from tests.kubeapi.fixtures import INVALID_LABEL, MWRS_LABEL, SourceEnv, eventually, make_env, obj
+from tests.kubeapi.fixtures import FAST, INVALID_LABEL, MWRS_LABEL, SourceEnv, eventually, make_env, obj
 
 
 @pytest.fixture
@@ -47,7 +47,8 @@ async def test_initial_sync_lists_in_pages_then_watches_from_the_list_version(en
     assert "continue" in lists[1].params and "resourceVersion" not in lists[0].params
     watch = next(r for r in env.api.requests if r.verb == "watch" and r.kind == "Machine")
     assert watch.params["allowWatchBookmarks"] == "true" and watch.params["timeoutSeconds"] == "1"
-    assert int(watch.params["resourceVersion"]) >= int(env.api.objects("Machine")[-1]["metadata"]["resourceVersion"])
+    newest_machine = max(int(m["metadata"]["resourceVersion"]) for m in env.api.objects("Machine"))
+    assert int(watch.params["resourceVersion"]) >= newest_machine
     mw = next(r for r in env.api.requests if r.verb == "list" and r.kind == "ManifestWork")
     assert mw.params["labelSelector"] == MWRS_LABEL
     stats = source.stats.resources["machines.cluster.x-k8s.io"]
@@ -125,16 +126,21 @@ async def test_prefers_v1beta2_and_falls_back_to_v1beta1(tmp_path: Path) -> None
 
 async def test_infra_machine_pools_are_found_from_machine_pool_references(env: SourceEnv) -> None:
     env.api.install(*INFRA_TYPES)
-    pool = obj("MachinePool", "mp1")
-    pool["spec"] = {"template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
-                                                                 "kind": "DockerMachinePool", "name": "mp1"}}}}
-    env.api.create(pool)
+    infra = "infrastructure.cluster.x-k8s.io"
+    refs = {
+        "mp1": {"apiGroup": infra, "kind": "DockerMachinePool"},
+        "mp2": {"apiVersion": f"{infra}/v1beta1", "kind": "AzureMachinePool"},  # v1beta1 style; opted out
+    }
+    for name, ref in refs.items():
+        pool = obj("MachinePool", name)
+        pool["spec"] = {"template": {"spec": {"infrastructureRef": {**ref, "name": name}}}}
+        env.api.create(pool)
     env.api.create(obj("DockerMachinePool", "mp1"))
-    env.api.create(obj("AzureMachinePool", "unreferenced", api_version="infrastructure.cluster.x-k8s.io/v1beta1"))
+    env.api.create(obj("AzureMachinePool", "mp2", api_version=f"{infra}/v1beta1"))
     source = await env.start_source(exclude_kinds=frozenset({"AzureMachinePool"}))
     await eventually(lambda: ("DockerMachinePool", "ns1", "mp1") in env.sink.objects)
     await env.converged(source)
-    assert "dockermachinepools.infrastructure.cluster.x-k8s.io" in source.synced
+    assert source.synced["dockermachinepools.infrastructure.cluster.x-k8s.io"] is True
     assert not any(r.kind == "AzureMachinePool" for r in env.api.requests)
 
 
@@ -162,13 +168,13 @@ async def test_real_projection_into_the_real_store(env: SourceEnv) -> None:
     store_mod = pytest.importorskip("exporter.store")
     store = store_mod.Store()
     cluster = obj("Cluster", "c1")
-    cluster["spec"] = {"controlPlaneRef": {"apiGroup": "controlplane.cluster.x-k8s.io",
-                                           "kind": "KubeadmControlPlane", "name": "c1-cp"}}
+    cp_ref = {"apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": "c1-cp"}
+    cluster["spec"] = {"controlPlaneRef": cp_ref}
     env.api.create(cluster)
     machine = obj("Machine", "m1", **{"cluster.x-k8s.io/cluster-name": "c1"})
     machine["spec"] = {"clusterName": "c1"}
     env.api.create(machine)
-    source = KubeSource(store, KubeSourceConfig(kubeconfig=str(env.kubeconfig), loop=env_fast()))
+    source = KubeSource(store, KubeSourceConfig(kubeconfig=str(env.kubeconfig), loop=FAST))
     await source.start()
     try:
         await eventually(source.all_synced)
@@ -178,9 +184,3 @@ async def test_real_projection_into_the_real_store(env: SourceEnv) -> None:
         await eventually(lambda: store.get(("Machine", "ns1", "m1")) is None)
     finally:
         await source.stop()
-
-
-def env_fast():  # type: ignore[no-untyped-def]
-    from tests.kubeapi.fixtures import FAST
-
-    return FAST
