@@ -7,8 +7,8 @@ table with a precedence, the counters (summary, per placement, per-cluster rollo
 the findings that upstream status does not show. docs/mwrs-status.md is the case table these
 rules implement, with the reasoning for the cases the seed leaves open.
 
-Entry points for the orchestrator: ``compute_mwrs`` and, re-exported, ``compute_manifestwork``
-(``mwrs_rollout.py``), ``compute_managedcluster`` and ``compute_placement`` (``ocm_objects.py``).
+Entry points for the orchestrator: ``compute_mwrs`` and, re-exported from ``ocm_objects.py``,
+``compute_manifestwork``, ``compute_managedcluster`` and ``compute_placement``.
 Owns no parsing (``parse_ocm.py``) and no transition times (``evaluate.py``).
 """
 
@@ -20,8 +20,14 @@ from dataclasses import dataclass
 from exporter.engine.conditions import NOT_YET_REPORTED, find
 from exporter.engine.evaluate_types import Computed, MwrsView
 from exporter.engine.model import Condition, Finding, ManifestWorkReplicaSet, RolloutSummary, Status
-from exporter.engine.mwrs_rollout import RolloutCounts, compute_manifestwork, count_rollout, owner_value
-from exporter.engine.ocm_objects import compute_managedcluster, compute_placement
+from exporter.engine.ocm_objects import (
+    RolloutCounts,
+    compute_managedcluster,
+    compute_manifestwork,
+    compute_placement,
+    count_rollout,
+    owner_value,
+)
 
 __all__ = ["compute_managedcluster", "compute_manifestwork", "compute_mwrs", "compute_placement"]
 

@@ -24,7 +24,7 @@ from exporter.engine.model import (
     Placement,
 )
 from exporter.engine.mwrs import compute_mwrs
-from exporter.engine.mwrs_rollout import compute_manifestwork
+from exporter.engine.ocm_objects import compute_manifestwork
 from exporter.engine.parse import project
 
 from .builders import mwrs_view

@@ -31,7 +31,7 @@ from exporter.engine.mwrs import (
     compute_mwrs,
     compute_placement,
 )
-from exporter.engine.mwrs_rollout import ROLLOUT_STATUSES
+from exporter.engine.ocm_objects import ROLLOUT_STATUSES
 from exporter.engine.parse import project
 from exporter.engine.parse_ocm import UNREADABLE_OBJECT
 

@@ -10,7 +10,7 @@ import pytest
 
 from exporter.engine.model import Condition, Status
 from exporter.engine.mwrs import compute_managedcluster, compute_manifestwork, compute_placement
-from exporter.engine.mwrs_rollout import rollout_status
+from exporter.engine.ocm_objects import rollout_status
 
 from .builders import F, T, U, cond, managed_cluster, manifest_work, mwrs, mwrs_view, placement, summary
 
