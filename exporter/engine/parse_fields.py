@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Final
+from functools import lru_cache
+from typing import Any, Final, TypeGuard
 
 from exporter.engine.model import Condition, Gate, Ref, Status
 
@@ -43,22 +44,20 @@ class Fields:
     def get(self, obj: object, path: str) -> Any:
         """The value at a dotted path, or None when any step is missing or not an object."""
         current: Any = obj
-        walked = ""
-        for part in path.split("."):
+        for index, part in enumerate(_split(path)):
             if current is None:
                 return None
-            if not isinstance(current, Mapping):
-                self.problem(walked, "object", current)
+            if not is_map(current):
+                self.problem(".".join(_split(path)[:index]), "object", current)
                 return None
             current = current.get(part)
-            walked = f"{walked}.{part}" if walked else part
         return current
 
     def mapping(self, obj: object, path: str) -> Mapping[str, Any] | None:
         value = self.get(obj, path)
         if value is None:
             return None
-        if not isinstance(value, Mapping):
+        if not is_map(value):
             self.problem(path, "object", value)
             return None
         return value
@@ -70,7 +69,9 @@ class Fields:
     # ---- scalars ---------------------------------------------------------------------------
 
     def str_(self, obj: object, path: str) -> str:
-        value = self.get(obj, path)
+        return self.as_str(self.get(obj, path), path)
+
+    def as_str(self, value: object, path: str) -> str:
         if value is None:
             return ""
         if not isinstance(value, str):
@@ -79,7 +80,9 @@ class Fields:
         return bounded(value)
 
     def int_(self, obj: object, path: str) -> int | None:
-        value = self.get(obj, path)
+        return self.as_int(self.get(obj, path), path)
+
+    def as_int(self, value: object, path: str) -> int | None:
         if value is None:
             return None
         if isinstance(value, bool):
@@ -102,7 +105,9 @@ class Fields:
         return value
 
     def time(self, obj: object, path: str) -> float | None:
-        value = self.get(obj, path)
+        return self.as_time(self.get(obj, path), path)
+
+    def as_time(self, value: object, path: str) -> float | None:
         if value is None:
             return None
         parsed = parse_time(value)
@@ -155,7 +160,7 @@ class Fields:
         """The ``name`` of every object reference in a list (e.g. status.nodeRefs)."""
         result = []
         for item in self.list_(obj, path, limit):
-            name = item.get("name") if isinstance(item, Mapping) else None
+            name = item.get("name") if is_map(item) else None
             if isinstance(name, str) and name:
                 result.append(bounded(name))
             else:
@@ -169,7 +174,7 @@ class Fields:
         result: list[Condition] = []
         seen: set[str] = set()
         for item in self.list_(obj, path):
-            if not isinstance(item, Mapping):
+            if not is_map(item):
                 self.problem(f"{path}[]", "object", item)
                 continue
             type_ = item.get("type")
@@ -183,16 +188,17 @@ class Fields:
         return tuple(result)
 
     def _condition(self, item: Mapping[str, Any], path: str, type_: str) -> Condition:
-        if item.get("status") not in (None, "True", "False", "Unknown", True, False):
-            self.problem(f"{path}.status", "True|False|Unknown", item.get("status"))
+        status = item.get("status")
+        if status not in (None, "True", "False", "Unknown", True, False):
+            self.problem(f"{path}.status", "True|False|Unknown", status)
         return Condition(
             type=type_,
-            status=Status.parse(item.get("status")),
-            reason=self.str_(item, "reason"),
-            message=self.str_(item, "message"),
-            last_transition_time=self.time(item, "lastTransitionTime"),
-            observed_generation=self.int_(item, "observedGeneration"),
-            severity=self.str_(item, "severity"),
+            status=Status.parse(status),
+            reason=self.as_str(item.get("reason"), f"{path}.reason"),
+            message=self.as_str(item.get("message"), f"{path}.message"),
+            last_transition_time=self.as_time(item.get("lastTransitionTime"), f"{path}.lastTransitionTime"),
+            observed_generation=self.as_int(item.get("observedGeneration"), f"{path}.observedGeneration"),
+            severity=self.as_str(item.get("severity"), f"{path}.severity"),
         )
 
     def gates(self, obj: object, path: str) -> tuple[Gate, ...] | None:
@@ -205,7 +211,7 @@ class Fields:
             return None
         gates = []
         for item in value[:MAX_LIST]:
-            type_ = item.get("conditionType") if isinstance(item, Mapping) else None
+            type_ = item.get("conditionType") if is_map(item) else None
             if not isinstance(type_, str) or not type_:
                 self.problem(f"{path}[].conditionType", "string", type_)
                 continue
@@ -241,12 +247,27 @@ def bounded(value: str, limit: int = MAX_STRING) -> str:
     return value if len(value) <= limit else value[:limit]
 
 
+def is_map(value: object) -> TypeGuard[Mapping[str, Any]]:
+    # dict first: the ABC check is slow and decoded JSON/YAML objects are plain dicts.
+    return isinstance(value, (dict, Mapping))
+
+
+@lru_cache(maxsize=256)
+def _split(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
+
+
 def parse_time(value: object) -> float | None:
     """RFC3339 (with Z or an offset, optional fraction) → Unix seconds; None when unreadable."""
     if isinstance(value, datetime):
         return value.timestamp() if value.tzinfo is not None else None
     if not isinstance(value, str) or not 10 <= len(value) <= 64:
         return None
+    return _parse_rfc3339(value)
+
+
+@lru_cache(maxsize=4096)  # objects of one fleet share many timestamps (creation, transitions)
+def _parse_rfc3339(value: str) -> float | None:
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
