@@ -252,16 +252,17 @@ async def _serve(config: Config) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     tasks.append(asyncio.create_task(pipeline.run(), name="evaluation"))
-    tasks.append(asyncio.create_task(_report_sync(source_synced, store, renderer), name="sync-report"))
+    reporter = asyncio.create_task(_report_sync(source_synced, store, renderer), name="sync-report")
     stopper = asyncio.create_task(stop.wait())
+    # The source and the evaluation loop run until cancelled: either ending means something broke.
     done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
-    failed = [t for t in done if t is not stopper and t.exception() is not None]
+    failed = [t for t in done if t is not stopper]
     for t in failed:
-        log.error("task failed", extra={"task": t.get_name(), "error": repr(t.exception())})
+        log.error("task ended unexpectedly", extra={"task": t.get_name(), "error": repr(t.exception())})
     log.info("shutting down", extra={"reason": "signal" if stopper in done else "task failure"})
-    for t in [stopper, *tasks]:
+    for t in [stopper, reporter, *tasks]:
         t.cancel()
-    for t in tasks:
+    for t in [reporter, *tasks]:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await t
     for s in stoppable:
