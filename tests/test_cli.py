@@ -26,7 +26,8 @@ EXAMPLES = ROOT / "examples"
 
 def test_serve_is_the_default_command_and_flags_fill_the_config(tmp_path):
     config = parse(["--from-files", str(tmp_path), "--web.listen-address", "127.0.0.1:9999",
-                    "--namespace", "a", "--namespace", "b", "--exclude-resource", "machines", "--exclude-resource", "MWRS",
+                    "--namespace", "a", "--namespace", "b",
+                    "--exclude-resource", "machines", "--exclude-resource", "MWRS",
                     "--shard", "1", "--total-shards", "3", "--log.level", "debug", "--log.format", "json",
                     "--files.poll-interval", "0.5"])
     assert config == Config(command="serve", from_files=tmp_path, listen_host="127.0.0.1", listen_port=9999,
