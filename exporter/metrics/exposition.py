@@ -27,8 +27,15 @@ def escape_help(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n")
 
 
+# State sets and info families write 0 and 1 for most samples; skip the general path for them.
+_COMMON_VALUES = {0.0: "0", 1.0: "1"}
+
+
 def format_value(value: float) -> str:
     """Integral values without a fraction (counts, timestamps), others as Python's repr."""
+    common = _COMMON_VALUES.get(value)
+    if common is not None:
+        return common
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -40,7 +47,9 @@ def format_value(value: float) -> str:
 
 def label_pairs(names: Sequence[str], values: Sequence[str]) -> str:
     """``a="x",b="y"`` for zipped names and values (no braces)."""
-    return ",".join(f'{n}="{escape_label_value(v)}"' for n, v in zip(names, values, strict=True))
+    if len(names) != len(values):
+        raise ValueError(f"labels {names} got {len(values)} values")
+    return ",".join([f'{n}="{escape_label_value(v)}"' for n, v in zip(names, values, strict=False)])
 
 
 def sample_lines(name: str, prefix: str, label_names: Sequence[str], samples: Iterable[Sample]) -> str:
