@@ -37,23 +37,23 @@ log = logging.getLogger("exporter.app")
 DEBOUNCE_SECONDS = 0.05
 RESYNC_SECONDS = 60.0  # time-based rules (minReadySeconds, stale deletion) move with the clock alone
 BATCH = 64  # groups evaluated between yields to the event loop, so scrapes are served meanwhile
-BARE_KINDS = frozenset({"ClusterClass"})  # rendered as stored: the engine computes nothing for them
 
 
 class Stoppable(Protocol):
     async def stop(self) -> None: ...
 
 
-class TrackingSink:
-    """The store as sources see it: applies --namespace / --exclude-resource, and records changes
-    to kinds rendered without evaluation (the store's dirty groups never include them)."""
+class FilteringSink:
+    """The store as sources see it, with --namespace and --exclude-resource applied.
+
+    The kube source already scopes its watches; the files source reads whatever the manifests
+    hold, so the same filter applies to both here.
+    """
 
     def __init__(self, store: Store, *, namespaces: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
         self.store = store
         self.namespaces = frozenset(namespaces)
         self.exclude = frozenset(exclude)
-        self._bare: dict[str, set[ObjectKey]] = {kind: set() for kind in BARE_KINDS}
-        self._bare_dirty: set[ObjectKey] = set()
 
     def _accept(self, obj: Base) -> bool:
         kind = "InfraMachinePool" if type(obj).__name__ == "InfraMachinePool" else obj.meta.kind
@@ -63,41 +63,21 @@ class TrackingSink:
         return not self.namespaces or not obj.meta.namespace or obj.meta.namespace in self.namespaces
 
     def replace(self, kind: str, objects: Iterable[Base], namespace: str | None = None) -> None:
-        kept = [o for o in objects if self._accept(o)]
-        if kind in self._bare:
-            old = {k for k in self._bare[kind] if namespace is None or k[1] == namespace}
-            new = {o.key for o in kept}
-            self._bare_dirty |= old | new
-            self._bare[kind] = (self._bare[kind] - old) | new
-        self.store.replace(kind, kept, namespace)
+        self.store.replace(kind, [o for o in objects if self._accept(o)], namespace)
 
     def upsert(self, obj: Base) -> None:
-        if not self._accept(obj):
-            return
-        if obj.meta.kind in self._bare:
-            self._bare[obj.meta.kind].add(obj.key)
-            self._bare_dirty.add(obj.key)
-        self.store.upsert(obj)
+        if self._accept(obj):
+            self.store.upsert(obj)
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
-        if kind in self._bare:
-            self._bare[kind].discard((kind, namespace, name))
-            self._bare_dirty.add((kind, namespace, name))
         self.store.delete(kind, namespace, name)
-
-    def take_bare(self) -> set[ObjectKey]:
-        dirty, self._bare_dirty = self._bare_dirty, set()
-        return dirty
-
-    def all_bare(self) -> set[ObjectKey]:
-        return set().union(*self._bare.values())
 
 
 class Pipeline:
     """store → engine → renderer, one dirty group at a time."""
 
     def __init__(
-        self, store: Store, sink: TrackingSink, renderer: Renderer, stats: ExporterStats,
+        self, store: Store, sink: FilteringSink, renderer: Renderer, stats: ExporterStats,
         keep: Callable[[GroupKey], bool],
     ) -> None:
         self.store, self.sink, self.renderer, self.stats, self.keep = store, sink, renderer, stats, keep
@@ -125,21 +105,13 @@ class Pipeline:
         self._members[key] = [r.key for r in results]
         self.renderer.update_group(key, items)
 
-    def render_bare(self, key: ObjectKey) -> None:
-        kind, ns, name = key
-        group: GroupKey = ("none", kind, f"{ns}/{name}")
-        obj = self.store.get(key)
-        self.renderer.update_group(group, [(obj, None)] if obj is not None and self.keep(group) else [])
-
-    async def run_pass(self, groups: set[GroupKey], bare: set[ObjectKey]) -> None:
+    async def run_pass(self, groups: set[GroupKey]) -> None:
         started = time.perf_counter()
         now = time.time()
         for i, key in enumerate(sorted(groups)):
             self.evaluate_group(key, now)
             if i % BATCH == BATCH - 1:
                 await asyncio.sleep(0)
-        for key in bare:
-            self.render_bare(key)
         self.passes += 1
         self.stats.evaluations += 1
         self.stats.evaluated_groups += len(groups)
@@ -152,12 +124,12 @@ class Pipeline:
         while True:
             await asyncio.sleep(debounce)
             synced = self.source_synced()
-            groups, bare = self.store.take_dirty(), self.sink.take_bare()
+            groups = self.store.take_dirty()
             if time.monotonic() >= next_resync:
                 next_resync = time.monotonic() + resync
                 groups |= set(self.store.all_groups())
-            if groups or bare:
-                await self.run_pass(groups, bare)
+            if groups:
+                await self.run_pass(groups)
             self.ready = self.ready or synced
 
 
@@ -198,7 +170,7 @@ async def _serve(config: Config) -> int:
     web_cfg = webconfig.load(config.web_config_file) if config.web_config_file else None
     keep = keep_shard(config.shard, config.total_shards)
     store = Store(keep=keep)
-    sink = TrackingSink(store, namespaces=config.namespaces, exclude=config.exclude_resources)
+    sink = FilteringSink(store, namespaces=config.namespaces, exclude=config.exclude_resources)
     renderer = Renderer()
     stats = ExporterStats(shard=config.shard, total_shards=config.total_shards)
     pipeline = Pipeline(store, sink, renderer, stats, keep)

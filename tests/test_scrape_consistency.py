@@ -12,7 +12,7 @@ import re
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.app import Pipeline, TrackingSink
+from exporter.app import Pipeline, FilteringSink
 from exporter.engine.parse import project
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats
@@ -61,7 +61,7 @@ def versions_by_object(text: str) -> dict[str, set[int]]:
 
 async def test_burst_of_events_never_mixes_versions_and_deletions_vanish(aiohttp_client):
     store = Store()
-    sink = TrackingSink(store)
+    sink = FilteringSink(store)
     renderer = Renderer()
     stats = ExporterStats()
     pipeline = Pipeline(store, sink, renderer, stats, lambda _key: True)

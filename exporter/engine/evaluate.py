@@ -94,7 +94,7 @@ def _evaluate_capi(group: CapiGroup, previous: Mapping[ObjectKey, Result], now: 
     # conditions and any parse problems are worth exporting.
     ruled = {kind for kind, _ in _CAPI_ORDER}
     for obj in group.objects:
-        if obj.meta.kind not in ruled and obj.meta.kind != "ClusterClass":
+        if obj.meta.kind not in ruled:
             results.append(finish(obj, Computed(), previous.get(obj.key), now))
     return results
 

@@ -50,7 +50,7 @@ def group_key(obj: Base) -> GroupKey:
     if isinstance(obj, Cluster):
         return ("capi", ns, name)
     if isinstance(obj, ClusterClass):
-        return ("none", "ClusterClass", f"{ns}/{name}")
+        return ("single", "ClusterClass", f"{ns}/{name}")
     if isinstance(obj, ManifestWorkReplicaSet):
         return ("mwrs", ns, name)
     if isinstance(obj, ManifestWork):

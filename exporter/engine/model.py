@@ -248,7 +248,8 @@ class KubeadmControlPlane(Base):
     replicas: int | None = None
     version: str = ""
     max_surge: int | str | None = None
-    initialized: bool | None = None  # status.initialization.controlPlaneInitialized / v1beta1 status.initialized
+    # status.initialization.controlPlaneInitialized / v1beta1 status.initialized
+    initialized: bool | None = None
     external_etcd: bool = False  # spec.kubeadmConfigSpec.clusterConfiguration.etcd.external set
     reported: Counters = Counters()
     last_remediation_machine: str = ""

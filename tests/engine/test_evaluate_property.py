@@ -77,10 +77,10 @@ def test_random_mutations_never_break_evaluation(data: st.DataObject, count: int
         mutate(target, path, data.draw(WRONG_VALUES, label="value"), data.draw(st.booleans(), label="delete"))
     projections = [p for p in (project(raw) for raw in fleet) if p is not None]
     results = evaluate_all(projections, NOW)
-    # Objects that kept their identity are all still evaluated (ClusterClass and PlacementDecision
-    # are inputs only and get no result of their own).
+    # Objects that kept their identity are all still evaluated (PlacementDecisions are inputs
+    # only and get no result of their own).
     evaluated = {r.key for r in results}
-    inputs_only = {"ClusterClass", "PlacementDecision"}
+    inputs_only = {"PlacementDecision"}
     assert {p.key for p in projections if p.meta.kind not in inputs_only} <= evaluated
 
 
@@ -95,5 +95,5 @@ def test_malformed_field_is_a_finding_and_the_rest_of_the_fleet_is_evaluated() -
     assert MALFORMED_FIELD in codes
     message = next(f.message for f in results[key].findings if f.code == MALFORMED_FIELD)
     assert "replicas" in message
-    evaluated_kinds = [p for p in projections if p.meta.kind not in ("ClusterClass", "PlacementDecision")]
+    evaluated_kinds = [p for p in projections if p.meta.kind != "PlacementDecision"]
     assert len(results) == len(evaluated_kinds)
