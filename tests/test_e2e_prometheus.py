@@ -95,7 +95,8 @@ EXPECTED_ALERTS = {
     ("CAPIMachineStuckDeleting", "fleet-staging/staging-old-1-md-0-k2v8t-r9tcw"),
     ("CAPIMachineHealthCheckRemediationBlocked", "fleet-prod/prod-ap-2-md-0-unhealthy"),
     # OCM stories (b), (c), (d), (e), (g), (h) and the unreachable edge-store-17.
-    ("OCMManifestWorkReplicaSetNotReady", "app-delivery/metrics-agent"),
+    # metrics-agent's rollout (progressDeadline 30m) has been incomplete since 2026-11-20.
+    ("OCMManifestWorkReplicaSetPastDeadline", "app-delivery/metrics-agent"),
     ("OCMManifestWorkReplicaSetDegraded", "app-delivery/payments-api"),
     ("OCMManifestWorkReplicaSetStaleClusters", "app-delivery/payments-api"),
     ("OCMManifestWorkReplicaSetNoClusters", "app-delivery/gpu-operator/placement-gpu"),

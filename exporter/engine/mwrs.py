@@ -15,7 +15,7 @@ Owns no parsing (``parse_ocm.py``) and no transition times (``evaluate.py``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from exporter.engine.conditions import NOT_YET_REPORTED, find
 from exporter.engine.evaluate_types import Computed, MwrsView
@@ -354,11 +354,35 @@ def counters(facts: Facts) -> dict[str, int | None]:
     return result
 
 
+def anchored(derived: Condition, obj: ManifestWorkReplicaSet) -> Condition:
+    """Date a derived condition from the controller's PlacementRolledOut when they tell the same story.
+
+    A rollout that is not complete (PlacementRolledOut False) has been in that state since its
+    transition time, and so has Ready False / Progressing True; a complete one has been Ready
+    since it completed. Anchoring to the controller's time keeps "not Ready for longer than the
+    rollout's progressDeadline" true across exporter restarts. Otherwise the evaluator dates the
+    condition from when it first saw it.
+    """
+    rolled_out = next((c for c in obj.conditions if c.type == PLACEMENT_ROLLED_OUT), None)
+    if rolled_out is None or rolled_out.last_transition_time is None:
+        return derived
+    incomplete = rolled_out.status is Status.FALSE
+    bad_state = (derived.type == READY and derived.status is Status.FALSE) or (
+        derived.type == PROGRESSING and derived.status is Status.TRUE
+    )
+    good_state = (derived.type == READY and derived.status is Status.TRUE) or (
+        derived.type == PROGRESSING and derived.status is Status.FALSE
+    )
+    if (incomplete and bad_state) or (rolled_out.status is Status.TRUE and good_state):
+        return replace(derived, last_transition_time=rolled_out.last_transition_time)
+    return derived
+
+
 def compute_mwrs(obj: ManifestWorkReplicaSet, view: MwrsView, now: float) -> Computed:
     del now  # progressDeadline needs per-cluster timing the MWRS status does not give
     facts = gather(obj, view)
-    progressing = progressing_condition(facts)
-    ready = ready_condition(facts)
+    progressing = anchored(progressing_condition(facts), obj)
+    ready = anchored(ready_condition(facts), obj)
     return Computed(
         conditions=(progressing, ready),
         counters=counters(facts),

@@ -18,6 +18,7 @@ from exporter.engine.model import (
     ManifestWorkReplicaSet,
     Placement,
 )
+from exporter.engine.parse_fields import parse_duration
 from exporter.metrics.common import (
     condition_families,
     counter_family,
@@ -86,6 +87,14 @@ def _placement_refs(s: Subject[ManifestWorkReplicaSet]) -> Iterable[Sample]:
     return [((r.name, r.rollout_type), 1.0) for r in refs.values()]
 
 
+def _progress_deadlines(s: Subject[ManifestWorkReplicaSet]) -> Iterable[Sample]:
+    # "None" (the default) means wait forever: no series, so alerts fall back to a fixed age.
+    for ref in s.obj.placement_refs:
+        seconds = parse_duration(ref.progress_deadline) if ref.progress_deadline != "None" else None
+        if seconds is not None:
+            yield (ref.name,), float(seconds)
+
+
 def _rollout(s: Subject[ManifestWorkReplicaSet]) -> Iterable[Sample]:
     counters = s.result.counters
     keys = [(st, f"rollout.{st[0].lower()}{st[1:]}") for st in ROLLOUT_STATUSES]
@@ -101,6 +110,11 @@ MWRS = KindSpec("ManifestWorkReplicaSet", P_MWRS, IDENTITY, (
         f"{P_MWRS}_spec_placement_info", "The Placements a ManifestWorkReplicaSet rolls out to, with the "
         "rollout strategy type of each.", "info", ("placement", "rollout_type"),
         "spec.placementRefs[]", _placement_refs,
+    ),
+    family(
+        f"{P_MWRS}_spec_progress_deadline_seconds", "The rollout progressDeadline of each placement of a "
+        "ManifestWorkReplicaSet, in seconds (absent when it is None: no deadline).", "gauge", ("placement",),
+        "spec.placementRefs[].rolloutStrategy.<type>.progressDeadline", _progress_deadlines,
     ),
     phase_family(P_MWRS, "ManifestWorkReplicaSet", MWRS_PHASES, compat=False),
     *(_summary_family(*f) for f in _SUMMARY_FIELDS),

@@ -290,3 +290,21 @@ def test_unavailable_cluster_finding_names_the_clusters_and_counts_them() -> Non
     assert finding.message.startswith("ManifestWorks on clusters c1, c2, c3, ... (1 more) whose")
     # The status still says Ready: the finding is what tells the user it may be stale.
     assert computed.phase == "Ready"
+
+
+def test_derived_conditions_are_dated_from_the_rollout_the_controller_reports() -> None:
+    """Ready False / Progressing True date from PlacementRolledOut False: restarts keep the age."""
+    from exporter.engine.model import Condition, ManifestWorkReplicaSet, Meta, Status
+    from exporter.engine.mwrs import anchored
+
+    mwrs = ManifestWorkReplicaSet(
+        meta=Meta("ManifestWorkReplicaSet", "work.open-cluster-management.io/v1alpha1", "ns", "m"),
+        conditions=(Condition("PlacementRolledOut", Status.FALSE, "Progressing", "", 1000.0),),
+    )
+    not_ready = Condition("Ready", Status.FALSE, "NotAllClustersAvailable", "")
+    assert anchored(not_ready, mwrs).last_transition_time == 1000.0
+    progressing = Condition("Progressing", Status.TRUE, "RollingOutToClusters", "")
+    assert anchored(progressing, mwrs).last_transition_time == 1000.0
+    # Ready True while the controller says the rollout is incomplete: the stories differ, no anchor.
+    ready = Condition("Ready", Status.TRUE, "AllClustersAvailable", "")
+    assert anchored(ready, mwrs).last_transition_time is None
