@@ -96,7 +96,7 @@ class Pipeline:
             self.renderer.remove_group(key)
             return
         results = evaluate_group(group, self.previous, now)
-        items: list[tuple[Base, Result | None]] = []
+        items: list[tuple[Base, Result]] = []
         for result in results:
             obj = self.store.get(result.key)
             if obj is not None:

@@ -163,12 +163,14 @@ def test_changed_object_replaces_its_lines_and_removed_object_vanishes():
     assert len(renderer) == 0
 
 
-def test_object_without_result_renders_its_reported_conditions():
+def test_object_evaluated_without_rules_renders_its_reported_conditions():
     mc = ManagedCluster(meta=Meta(kind="ManagedCluster", api_version="cluster.open-cluster-management.io/v1",
                                   namespace="", name="spoke1", uid="u1"),
                         conditions=(Condition("ManagedClusterConditionAvailable", U,
                                               "ManagedClusterLeaseUpdateStopped"),))
-    body = render_fleet([mc], [])
+    from exporter.engine.evaluate import evaluate_all
+
+    body = render_fleet([mc], evaluate_all([mc], 0.0))
     assert value(body, "ocm_managedcluster_status_condition", name="spoke1",
                  type="ManagedClusterConditionAvailable", status="Unknown") == 1
     assert value(body, "ocm_managedcluster_info", name="spoke1", uid="u1") == 1

@@ -23,7 +23,6 @@ from exporter.metrics.spec import (
     FamilySpec,
     KindSpec,
     Subject,
-    bare_result,
     effective_conditions,
     identity_values,
 )
@@ -49,7 +48,7 @@ def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: R
 @dataclass(slots=True)
 class _Entry:
     obj: Base
-    result: Result | None
+    result: Result
     fragments: Fragments
 
 
@@ -95,7 +94,7 @@ class Renderer:
     def headers(self) -> list[bytes]:
         return self._headers
 
-    def update_group(self, group: GroupKey, items: Iterable[tuple[Base, Result | None]]) -> None:
+    def update_group(self, group: GroupKey, items: Iterable[tuple[Base, Result]]) -> None:
         """Make ``group`` contribute exactly ``items``; objects it no longer holds disappear."""
         fresh: set[ObjectKey] = set()
         for obj, result in items:
@@ -135,14 +134,14 @@ class Renderer:
 
     # ---- internals ---------------------------------------------------------------------------
 
-    def _put(self, obj: Base, result: Result | None) -> None:
+    def _put(self, obj: Base, result: Result) -> None:
         spec = kind_spec(obj)
         if spec is None:
             return
         entry = self._entries.get(obj.key)
         if entry is not None and entry.obj == obj and entry.result == result:
             return  # unchanged: keep the fragments rendered last time
-        fragments = render_object(spec, self._index, obj, result if result is not None else bare_result(obj))
+        fragments = render_object(spec, self._index, obj, result)
         self.renders += 1
         old = dict(entry.fragments) if entry is not None else {}
         new = dict(fragments)
@@ -169,10 +168,11 @@ class Renderer:
 
 
 def render_fleet(projections: Iterable[Base], results: Iterable[Result]) -> bytes:
-    """The exposition of a whole fleet at once: every projection with its Result, if any."""
+    """The exposition of a whole fleet at once: every projection that has a Result."""
     by_key = {r.key: r for r in results}
     renderer = Renderer()
-    renderer.update_group(("fleet", "", ""), ((obj, by_key.get(obj.key)) for obj in projections))
+    items = ((obj, by_key[obj.key]) for obj in projections if obj.key in by_key)
+    renderer.update_group(("fleet", "", ""), items)
     return renderer.render_body()
 
 

@@ -105,19 +105,6 @@ def effective_conditions(result: Result) -> tuple[Effective, ...]:
     return tuple(out)
 
 
-def bare_result(obj: Base) -> Result:
-    """A Result for an object the engine does not evaluate (ClusterClass): its reported conditions."""
-    reported = obj.conditions if obj.has_v1beta2_conditions else obj.v1beta1_conditions
-    return Result(
-        key=obj.key,
-        api_version=obj.meta.api_version,
-        uid=obj.meta.uid,
-        cluster_name=obj.cluster_name,
-        reported=reported,
-        layout=obj.layout,
-    )
-
-
 def family(
     name: str,
     help_text: str,
