@@ -160,6 +160,7 @@ class ResourceLoop:
         self._keys: set[tuple[str, str]] = set()  # (namespace, name) of every object seen, valid or not
         self._invalid: set[tuple[str, str, str]] = set()
         self._backoff = Backoff(settings, rand)
+        self._seen = 0  # events and bookmarks received; tells a watch that closed at once, empty
         stats.scopes_synced.setdefault(self._scope, False)
 
     @property
@@ -257,9 +258,6 @@ class ResourceLoop:
             except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
                 self._failed("watch", e)
                 await asyncio.sleep(self._backoff.next_delay())
-
-    _seen = 0  # events and bookmarks received by this loop; tells quick empty watches apart
-
     async def _watch(self, rv: str) -> str:
         low, high = self._s.watch_timeout
         params = [
@@ -278,7 +276,8 @@ class ResourceLoop:
         try:
             if resp.status != 200:
                 bump(self.stats.watch_requests, "expired" if resp.status == 410 else "error")
-                body = await asyncio.wait_for(resp.read(), self._s.request_timeout)
+                async with asyncio.timeout(self._s.request_timeout):
+                    body = await resp.read()
                 try:
                     raise _status_error(resp.status, json.loads(body) if body else None)
                 except ValueError:
@@ -286,7 +285,10 @@ class ResourceLoop:
             bump(self.stats.watch_requests, "success")
             while True:
                 try:
-                    line = await asyncio.wait_for(resp.content.readline(), self._s.inactivity_timeout)
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+                    # that coincides with a line arriving, and the loop would outlive stop().
+                    async with asyncio.timeout(self._s.inactivity_timeout):
+                        line = await resp.content.readline()
                 except TimeoutError:
                     raise Inactive() from None
                 except (aiohttp.ClientError, OSError):

@@ -191,7 +191,8 @@ class KubeSource:
             ok = await self._discover()
             delay = self._config.discovery_interval if ok else backoff.next_delay()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
 
     def _wanted(self) -> list[ResourceSpec]:
         excluded = self._config.exclude_kinds

@@ -137,10 +137,11 @@ class SourceEnv:
         self.sources: list[KubeSource] = []
         self.namespaces: tuple[str, ...] = ()
         self.exclude: frozenset[str] = frozenset()
+        self.loop_settings = FAST
 
     async def start_source(self, **config: Any) -> KubeSource:
         config.setdefault("discovery_interval", 0.1)
-        config.setdefault("loop", FAST)
+        config.setdefault("loop", self.loop_settings)
         self.namespaces = config.get("namespaces", ())
         self.exclude = config.get("exclude_kinds", frozenset())
         source = KubeSource(
@@ -160,6 +161,10 @@ class SourceEnv:
         )
         await asyncio.sleep(0.05)  # and it stays so: no late, stale event undoes it
         assert self.sink.view() == server_view(self.api, self.namespaces, self.exclude)
+
+    async def watching(self, kind: str, n: int = 1) -> None:
+        """Wait until ``n`` watches of ``kind`` are open on the server."""
+        await eventually(lambda: self.api.open_watches(kind) == n, what=f"{n} open {kind} watch(es)")
 
     async def close(self) -> None:
         for source in self.sources:

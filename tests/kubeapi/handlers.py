@@ -49,6 +49,8 @@ class HandlersMixin:
                 return self._discovery(parts[1:])
             return await self._resource_request(request, parts[1], parts[2], parts[3:])
         except ApiError as e:
+            if "record" in request:
+                request["record"].status = e.code
             headers = {"Retry-After": "1"} if e.code == 429 else None
             return self.json_response(e.status(), status=e.code, headers=headers)
 
@@ -115,7 +117,8 @@ class HandlersMixin:
             verb = "watch" if params.get("watch") in TRUE else "list"
         else:
             verb = {"GET": "get", "POST": "create", "PUT": "update", "DELETE": "delete"}.get(method, method)
-        self.requests.append(_record(verb, rt.kind, namespace, params))
+        request["record"] = _record(verb, rt.kind, namespace, params)
+        self.requests.append(request["record"])
         self._check_fault(verb, {rt.kind, rt.plural}, namespace)
         if verb == "list":
             return self._list(rt, version, namespace, params)
@@ -248,7 +251,8 @@ class HandlersMixin:
         while True:
             try:
                 wait = None if w.stalled else max(min(deadline, next_bookmark) - loop.time(), 0)
-                item = await asyncio.wait_for(w.queue.get(), wait)
+                async with asyncio.timeout(wait):
+                    item = await w.queue.get()
             except TimeoutError:
                 if w.stalled:
                     continue  # a stalled stream does not even time out

@@ -58,12 +58,13 @@ class Fault:
         return self.namespace is None or self.namespace == namespace
 
 
-@dataclass(frozen=True)
+@dataclass
 class RequestRecord:
     verb: str  # discovery | list | watch | get | create | update | delete
     kind: str
     namespace: str | None
     params: dict[str, str]
+    status: int = 200  # the HTTP status answered (a watch's in-stream ERROR is not reflected)
 
 
 @dataclass(eq=False)

@@ -1,0 +1,202 @@
+"""The kube source under faults: 410s, outages, compaction, stalls, error statuses, late CRDs.
+
+Every scenario ends with the sink showing exactly the server's state. Time is driven by small
+injected timeouts and backoffs (tests.kubeapi.fixtures.FAST), never by long sleeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.kubeapi import CAPI_TYPES, OCM_TYPES
+from tests.kubeapi.fixtures import FAST, SourceEnv, eventually, make_env, obj
+
+MACHINES = "machines.cluster.x-k8s.io"
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[SourceEnv]:
+    e = await make_env(tmp_path)
+    e.api.install(*CAPI_TYPES, *OCM_TYPES)
+    e.loop_settings = replace(FAST, watch_timeout=(30.0, 30.0))  # no routine re-watch during a scenario
+    for i in range(4):
+        e.api.create(obj("Machine", f"m{i}"))
+    e.api.create(obj("Cluster", "c1"))
+    e.api.create(obj("ManagedCluster", "spoke1"))
+    yield e
+    await e.close()
+
+
+def machine_watch_versions(env: SourceEnv) -> list[str]:
+    watches = [r for r in env.api.requests if r.verb == "watch" and r.kind == "Machine"]
+    return [r.params["resourceVersion"] for r in watches]
+
+
+def assert_relisted_after_410(env: SourceEnv) -> None:
+    """After a Machine watch got HTTP 410, the next request was a list, and no watch reused that version."""
+    reqs = [r for r in env.api.requests if r.kind == "Machine" and r.verb in ("list", "watch")]
+    gone = next(i for i, r in enumerate(reqs) if r.verb == "watch" and r.status == 410)
+    assert reqs[gone + 1].verb == "list"
+    stale = reqs[gone].params["resourceVersion"]
+    assert stale not in [r.params.get("resourceVersion") for r in reqs[gone + 1 :] if r.verb == "watch"]
+
+
+async def test_deletes_while_disconnected_behind_compacted_history_http_410(env: SourceEnv) -> None:
+    source = await env.start_source()
+    await env.converged(source)
+    await env.api.stop()
+    env.api.delete("Machine", "ns1", "m0")
+    env.api.delete("ManagedCluster", "", "spoke1")
+    env.api.update(obj("Machine", "m1", changed="yes"))
+    env.api.create(obj("Machine", "new"))
+    env.api.compact()
+    await env.api.start()
+    await env.converged(source)
+    stats = source.stats.resource(MACHINES)
+    assert stats.relists["expired"] == 1 and stats.watch_requests["expired"] == 1
+    assert ("Machine", "ns1", "m0") not in env.sink.objects
+    assert_relisted_after_410(env)
+
+
+async def test_in_stream_error_410_relists(env: SourceEnv) -> None:
+    source = await env.start_source()
+    await env.converged(source)
+    lists_before = env.api.count("list", "Machine")
+    stale = machine_watch_versions(env)[-1]
+    await env.watching("Machine")
+    assert env.api.stall_watches("Machine") == 1  # the deletion below is never delivered ...
+    env.api.delete("Machine", "ns1", "m2")
+    env.api.compact()
+    env.api.expired_watch_as_event = True
+    env.api.drop_watches("Machine")  # ... and the re-watch answers 200 + ERROR 410 in the stream
+    await env.converged(source)
+    stats = source.stats.resource(MACHINES)
+    assert stats.events["ERROR"] >= 1 and stats.relists["expired"] == 1
+    assert env.api.count("list", "Machine") > lists_before
+    assert ("Machine", "ns1", "m2") not in env.sink.objects
+    assert not [v for v in machine_watch_versions(env)[1:] if int(v) < int(stale)]
+
+
+async def test_error_event_on_a_live_watch_relists(env: SourceEnv) -> None:
+    source = await env.start_source()
+    await env.converged(source)
+    watches = env.api.count("watch", "Machine")
+    await env.watching("Machine")
+    assert env.api.watch_error(410, "Machine") == 1
+    await eventually(lambda: source.stats.resource(MACHINES).relists.get("expired") == 1)
+    await eventually(lambda: env.api.count("watch", "Machine") > watches)
+    await env.watching("Machine")
+    assert env.api.watch_error(500, "Machine") == 1  # a non-410 error relists too, after a backoff
+    await eventually(lambda: source.stats.resource(MACHINES).relists.get("error") == 1)
+    env.api.create(obj("Machine", "after"))
+    await env.converged(source)
+
+
+async def test_list_answering_500_then_429_for_a_while(env: SourceEnv) -> None:
+    env.api.fail("Machine", 500, verbs=["list"], times=3)
+    env.api.fail("Cluster", 429, verbs=["list"], times=2)
+    source = await env.start_source()
+    await env.converged(source)
+    assert source.stats.resource(MACHINES).list_requests["error"] == 3
+    assert source.stats.resources["clusters.cluster.x-k8s.io"].list_requests["error"] == 2
+    assert "500" in source.stats.resource(MACHINES).last_error
+
+
+async def test_429_on_watch_rewatches_without_relisting(env: SourceEnv) -> None:
+    source = await env.start_source()
+    await env.converged(source)
+    lists = env.api.count("list", "Machine")
+    env.api.fail("Machine", 429, verbs=["watch"], times=2)
+    env.api.close_watches("Machine")
+    env.api.create(obj("Machine", "later"))
+    await eventually(lambda: env.api.count("watch", "Machine") >= 4, what="re-watch after 429s")
+    await env.converged(source)
+    assert env.api.count("list", "Machine") == lists
+
+
+async def test_stalled_watch_is_detected_by_the_inactivity_timeout(env: SourceEnv) -> None:
+    source = await env.start_source()
+    await env.converged(source)
+    await env.watching("Machine")
+    assert env.api.stall_watches("Machine") == 1
+    env.api.create(obj("Machine", "while-stalled"))
+    env.api.delete("Machine", "ns1", "m3")
+    await env.converged(source)
+    stats = source.stats.resource(MACHINES)
+    assert stats.watch_ends["inactivity"] == 1
+    assert "expired" not in stats.relists  # re-watched from its version: no relist needed
+
+
+async def test_403_on_one_resource_does_not_stop_the_others(env: SourceEnv) -> None:
+    fault = env.api.fail("MachineSet", 403)
+    source = await env.start_source()
+    await eventually(lambda: source.stats.resource(MACHINES).synced)
+    await eventually(lambda: env.sink.view().keys() >= {("Machine", "ns1", "m0"), ("Cluster", "ns1", "c1")})
+    env.api.create(obj("Machine", "live"))
+    await eventually(lambda: ("Machine", "ns1", "live") in env.sink.objects)
+    assert not source.all_synced()
+    machinesets = source.stats.resources["machinesets.cluster.x-k8s.io"]
+    assert "403" in machinesets.last_error and not machinesets.synced
+    await eventually(lambda: fault.hits >= 3, what="the forbidden resource retried")
+    env.api.clear_faults()
+    await env.converged(source)
+
+
+async def test_ocm_not_installed_then_installed_then_removed(tmp_path: Path) -> None:
+    e = await make_env(tmp_path)
+    try:
+        e.api.install(*CAPI_TYPES)
+        e.api.create(obj("Cluster", "c1"))
+        source = await e.start_source()
+        await e.converged(source)  # ready without OCM: only available resources count
+        assert not any(name.endswith("open-cluster-management.io") for name in source.synced)
+        e.api.install(*OCM_TYPES)
+        e.api.create(obj("ManifestWorkReplicaSet", "mwrs"))
+        e.api.create(obj("ManagedCluster", "spoke1"))
+        await e.converged(source)
+        assert source.synced["manifestworkreplicasets.work.open-cluster-management.io"] is True
+        e.api.uninstall(group="work.open-cluster-management.io")
+        await e.converged(source)
+        assert ("ManifestWorkReplicaSet", "ns1", "mwrs") not in e.sink.objects
+        assert "manifestworkreplicasets.work.open-cluster-management.io" not in source.synced
+    finally:
+        await e.close()
+
+
+async def test_api_server_down_at_start_then_up(env: SourceEnv) -> None:
+    await env.api.stop()
+    source = await env.start_source()
+    await eventually(lambda: source.stats.discovery_requests.get("error", 0) >= 2, what="failed discovery")
+    assert not source.all_synced() and env.sink.objects == {}
+    await env.api.start()
+    await env.converged(source)
+
+
+async def test_expired_continue_token_restarts_the_list(env: SourceEnv) -> None:
+    original = env.api.store.take_snapshot
+
+    def expire_first(token: str):  # type: ignore[no-untyped-def]
+        env.api.store.take_snapshot = original  # only the first continue expires
+        env.api.expire_continue_tokens()
+        return original(token)
+
+    env.api.store.take_snapshot = expire_first  # type: ignore[method-assign]
+    source = await env.start_source()
+    await env.converged(source)
+    assert sum(s.list_requests.get("expired", 0) for s in source.stats.resources.values()) == 1
+
+
+async def test_dropped_connections_reconnect_and_catch_up(env: SourceEnv) -> None:
+    source = await env.start_source()
+    await env.converged(source)
+    for i in range(3):
+        env.api.drop_watches()
+        env.api.create(obj("Machine", f"burst{i}"))
+        env.api.delete("Machine", "ns1", f"m{i}")
+    await env.converged(source)
+    assert source.stats.resource(MACHINES).watch_ends["dropped"] >= 1
+    assert "expired" not in source.stats.resource(MACHINES).relists
