@@ -11,6 +11,7 @@ the prometheus_client comparison is ``baseline.py``'s; formatting and budgets ar
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import socket
@@ -278,14 +279,15 @@ class Run:
         started = await self.control_post(session, "/churn", {"rate": self.o.rate})
         probe = StallProbe(self.port)
         probe.start()
-        profiler = Profiler(pid, self.dir / "profile-churn.txt", self.o.profile).__enter__()
+        profiler = Profiler(pid, self.dir / "profile-churn.txt", self.o.profile)
+        profiler.__enter__()
         tracker = probes.Visibility(started["index"])
         rss: list[tuple[float, float]] = []
         raw: list[Scrape] = []
         gz: list[Scrape] = []
         t0 = time.monotonic()
         end = t0 + self.o.churn_minutes * 60
-        next_rss = t0
+        sampler = asyncio.create_task(_sample_rss(pid, t0, rss))
         use_gzip = False
         while time.monotonic() < end:
             in_window = time.monotonic() - t0 < self.o.window
@@ -295,22 +297,16 @@ class Run:
             batch = await self.control_get(session, f"/changes?since={tracker.next}")
             tracker.add(batch["changes"], batch["next"])
             tracker.observe(s, probes.markers(s.text()))
-            if time.monotonic() >= next_rss:
-                rss.append((time.monotonic() - t0, probes.memory_mib(pid)["VmRSS"]))
-                next_rss += 5.0
             if not in_window:
-                pause_until = min(s.start + self.o.slow_interval, end)
-                while time.monotonic() < pause_until:
-                    if time.monotonic() >= next_rss:
-                        rss.append((time.monotonic() - t0, probes.memory_mib(pid)["VmRSS"]))
-                        next_rss += 5.0
-                    await asyncio.sleep(min(1.0, max(pause_until - time.monotonic(), 0)))
+                await asyncio.sleep(max(min(s.start + self.o.slow_interval, end) - time.monotonic(), 0))
+        sampler.cancel()
         stopped = await self.control_post(session, "/churn/stop", {})
         records = probe.stop()
         profiler.__exit__()
         if self.o.profile:
             self.result["profile_churn"] = summarize(self.dir / "profile-churn.txt")
         windows = [(s.start, s.end) for s in raw + gz]
+        starts = sorted(s.start for s in raw + gz)
         made = stopped["index"] - started["index"]
         self.result["churn"] = _latencies(raw, gz) | {
             "minutes": self.o.churn_minutes,
@@ -321,17 +317,7 @@ class Run:
             "event_to_scrape_p99_s": percentile(tracker.latencies, 99),
             "event_to_scrape_samples": len(tracker.latencies),
             "never_seen": tracker.older_than(max(s.start for s in raw + gz) - 2.0),
-            "poll_interval_p50_s": percentile(
-                [
-                    b.start - a.start
-                    for a, b in zip(
-                        sorted(raw + gz, key=lambda x: x.start)[:-1],
-                        sorted(raw + gz, key=lambda x: x.start)[1:],
-                        strict=True,
-                    )
-                ],
-                50,
-            ),
+            "poll_interval_p50_s": percentile([b - a for a, b in itertools.pairwise(starts)], 50),
             "stall_during_scrape_s": probes.worst_during(records, windows),
             "stall_any_s": max((r[1] for r in records), default=float("nan")),
             "rss_samples_mib": rss,
@@ -355,6 +341,12 @@ class Run:
         finally:
             self.stop()
         return self.result
+
+
+async def _sample_rss(pid: int, t0: float, out: list[tuple[float, float]], every: float = 1.0) -> None:
+    while True:
+        out.append((time.monotonic() - t0, probes.memory_mib(pid)["VmRSS"]))
+        await asyncio.sleep(every)
 
 
 def _latencies(raw: list[Scrape], gz: list[Scrape]) -> dict[str, Any]:

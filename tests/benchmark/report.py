@@ -45,7 +45,8 @@ def derive(results: list[Result]) -> None:
         samples = [v for _, v in churn.get("rss_samples_mib", [])]
         if len(samples) >= 4:
             q = len(samples) // 4
-            growth = _mean(samples[-q:]) - _mean(samples[q : 2 * q])
+            # Floors, not means: a scrape's buffers come and go; a leak raises the floor.
+            growth = min(samples[-q:]) - min(samples[q : 2 * q])
             r["rss_growth_mib"] = growth
             base = r.get("memory_after_sync_mib", {}).get("VmRSS", 0.0)
             r["rss_flat"] = growth <= max(0.05 * base, 10.0)
@@ -160,7 +161,3 @@ def _mb(v: Any) -> float | None:
 
 def _ms(v: Any) -> float | None:
     return v * 1000 if isinstance(v, int | float) and not math.isnan(v) else None
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values)
