@@ -1,6 +1,7 @@
 """``evaluate`` on the example fleet: the golden JSON, and each example's story in the results.
 
-The golden file is regenerated only on purpose: ``UPDATE_GOLDEN=1 python -m pytest tests/test_evaluate_examples.py``.
+The golden file is regenerated only on purpose:
+``UPDATE_GOLDEN=1 python -m pytest tests/test_evaluate_examples.py``.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def test_json_shape_follows_the_stable_interface(document: dict[str, Any]) -> No
     objects = document["objects"]
     assert objects, "the example fleet evaluates to objects"
     for obj in objects:
-        assert {"apiVersion", "kind", "namespace", "name", "reported", "computed", "counters", "phase"} <= set(obj)
+        required = {"apiVersion", "kind", "namespace", "name", "reported", "computed", "counters", "phase"}
+        assert required <= set(obj)
         for cond in obj["reported"] + obj["computed"]:
             assert set(cond) == {"type", "status", "reason", "message"}
             assert cond["status"] in ("True", "False", "Unknown")
@@ -80,7 +82,8 @@ STORIES = [
      "ControlPlaneComponentsHealthy", "False", "NotHealthy"),
     ("v1beta1-only cluster gets v1beta2 conditions computed", "Cluster", "legacy-west-1", "WorkersAvailable",
      "False", "NotAvailable"),
-    ("v1beta1-only machine not ready", "Machine", "legacy-west-1-md-0-bq7n2-z2hct", "Ready", "False", "NotReady"),
+    ("v1beta1-only machine not ready", "Machine", "legacy-west-1-md-0-bq7n2-z2hct", "Ready", "False",
+     "NotReady"),
     ("v1beta1 with status.v1beta2 is healthy", "Cluster", "legacy-east-1", "Available", "True", "Available"),
 ]
 

@@ -12,7 +12,7 @@ import re
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.app import Pipeline, FilteringSink
+from exporter.app import FilteringSink, Pipeline
 from exporter.engine.parse import project
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats
