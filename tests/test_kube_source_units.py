@@ -1,0 +1,93 @@
+"""Pieces of the kube source on their own: backoff, discovery resolution, MachinePool references, config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter.sources import discovery
+from exporter.sources.discovery import INFRA_GROUP, ResourceSpec, infra_pool_spec, resolve
+from exporter.sources.informer import Backoff, LoopSettings
+from exporter.sources.kube import KubeSourceConfig, connect
+from tests.kubeapi import FakeKubeAPI
+
+
+def test_backoff_doubles_with_jitter_caps_and_resets(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [0.0]
+    monkeypatch.setattr("exporter.sources.informer.time.monotonic", lambda: now[0])
+    settings = LoopSettings(backoff_initial=0.8, backoff_factor=2.0, backoff_max=30.0, backoff_jitter=1.0,
+                            backoff_reset_after=120.0)
+    rand = iter([0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.99, 0.0])
+    b = Backoff(settings, lambda: next(rand))
+    assert [b.next_delay() for _ in range(2)] == [0.8, 1.6]
+    assert b.next_delay() == pytest.approx(3.2 * 1.5)  # jitter stretches up to 2x
+    assert [b.next_delay() for _ in range(4)] == [6.4, 12.8, 25.6, 30.0]  # capped
+    assert b.next_delay() == 30.0
+    now[0] += 121.0  # healthy for longer than the reset period
+    assert b.next_delay() == 0.8
+
+
+FOOS = {"name": "foos", "kind": "Foo", "namespaced": True}
+
+
+async def test_discovery_prefers_versions_in_order_and_reports_missing_groups() -> None:
+    docs: dict[str, tuple[int, Any]] = {
+        "/apis/g.io": (200, {"versions": [{"version": "v1beta1"}, {"version": "v1beta2"}],
+                             "preferredVersion": {"version": "v1beta2"}}),
+        "/apis/g.io/v1beta2": (200, {"resources": [FOOS, {**FOOS, "name": "foos/status"}]}),
+        "/apis/g.io/v1beta1": (200, {"resources": [FOOS, {"name": "bars", "kind": "Bar", "namespaced": False}]}),
+        "/apis/broken.io": (503, None),
+    }
+
+    async def get(path: str) -> tuple[int, Any]:
+        return docs.get(path, (404, None))
+
+    foo, bar = (ResourceSpec("g.io", kind, ("v1beta2", "v1beta1")) for kind in ("Foo", "Bar"))
+    missing, broken = ResourceSpec("absent.io", "X", ("v1",)), ResourceSpec("broken.io", "Y", ("v1",))
+    result = await resolve(get, [foo, bar, missing, broken])
+    assert result.found[foo] is not None and result.found[foo].version == "v1beta2"
+    assert result.found[bar] is not None and result.found[bar].version == "v1beta1"  # only served there
+    assert result.found[bar].path("ns") == "/apis/g.io/v1beta1/bars"  # cluster scoped: no namespace
+    assert result.found[foo].path("ns") == "/apis/g.io/v1beta2/namespaces/ns/foos"
+    assert result.found[missing] is None
+    assert broken not in result.found and "503" in result.failed["broken.io"]
+
+
+def test_infra_pool_spec_reads_both_reference_styles() -> None:
+    def pool(ref: dict[str, str]) -> dict[str, Any]:
+        return {"spec": {"template": {"spec": {"infrastructureRef": ref}}}}
+
+    v1beta2 = infra_pool_spec(pool({"apiGroup": INFRA_GROUP, "kind": "DockerMachinePool", "name": "p"}))
+    v1beta1 = infra_pool_spec(pool({"apiVersion": f"{INFRA_GROUP}/v1beta1", "kind": "AzureMachinePool"}))
+    assert v1beta2 == ResourceSpec(INFRA_GROUP, "DockerMachinePool")
+    assert v1beta1 == ResourceSpec(INFRA_GROUP, "AzureMachinePool")
+    assert infra_pool_spec(pool({"apiGroup": "other.io", "kind": "X"})) is None
+    assert infra_pool_spec({"spec": {"template": "oops"}}) is None
+    assert infra_pool_spec({}) is None
+
+
+def test_watched_kinds_cover_the_brief() -> None:
+    kinds = {s.kind: s for s in discovery.WATCHED}
+    assert kinds["ManifestWork"].label_selector == discovery.MWRS_LABEL
+    assert kinds["Machine"].versions == ("v1beta2", "v1beta1")
+    assert {"Cluster", "KubeadmControlPlane", "ManifestWorkReplicaSet", "ManagedCluster"} <= set(kinds)
+
+
+async def test_connect_uses_kubeconfig_env_outside_a_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = FakeKubeAPI()
+    path = api.write_kubeconfig(tmp_path / "cfg")  # never started: connect() contacts nothing
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    transport = await connect(KubeSourceConfig())
+    try:
+        assert transport.api_client.configuration.host == api.url
+        assert transport.api_client.configuration.api_key["BearerToken"].endswith("fake-token")
+    finally:
+        await transport.close()
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    with pytest.raises(Exception):  # noqa: B017 - kubernetes_asyncio raises its own ConfigException
+        await connect(KubeSourceConfig())
