@@ -30,6 +30,7 @@ def test_backoff_doubles_with_jitter_caps_and_resets(monkeypatch: pytest.MonkeyP
 
 
 FOOS = {"name": "foos", "kind": "Foo", "namespaced": True}
+BARS = {"name": "bars", "kind": "Bar", "namespaced": False}
 
 
 async def test_discovery_prefers_versions_in_order_and_reports_missing_groups() -> None:
@@ -37,7 +38,7 @@ async def test_discovery_prefers_versions_in_order_and_reports_missing_groups() 
         "/apis/g.io": (200, {"versions": [{"version": "v1beta1"}, {"version": "v1beta2"}],
                              "preferredVersion": {"version": "v1beta2"}}),
         "/apis/g.io/v1beta2": (200, {"resources": [FOOS, {**FOOS, "name": "foos/status"}]}),
-        "/apis/g.io/v1beta1": (200, {"resources": [FOOS, {"name": "bars", "kind": "Bar", "namespaced": False}]}),
+        "/apis/g.io/v1beta1": (200, {"resources": [FOOS, BARS]}),
         "/apis/broken.io": (503, None),
     }
 
