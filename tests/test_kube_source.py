@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from exporter.sources.discovery import INFRA_GROUP, WATCHED
 from exporter.sources.kube import KubeSource, KubeSourceConfig
-from tests.kubeapi import CAPI_TYPES, INFRA_TYPES, OCM_TYPES, ResourceType
+from tests.kubeapi import CAPI_TYPES, INFRA_TYPES, OCM_TYPES, ResourceType, load_manifests
 from tests.kubeapi.fixtures import FAST, INVALID_LABEL, MWRS_LABEL, SourceEnv, eventually, make_env, obj
 
 
@@ -184,3 +185,33 @@ async def test_real_projection_into_the_real_store(env: SourceEnv) -> None:
         await eventually(lambda: store.get(("Machine", "ns1", "m1")) is None)
     finally:
         await source.stop()
+
+
+async def test_example_fleet_through_the_fake_api(tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    if not examples.is_dir():
+        pytest.skip("no examples/ directory")
+    from exporter.engine.parse import project
+    from exporter.store import Store
+
+    e = await make_env(tmp_path)
+    store = Store()
+    source = KubeSource(store, KubeSourceConfig(kubeconfig=str(e.kubeconfig), loop=FAST))
+    try:
+        e.api.load(load_manifests(examples))
+        pools = {t.kind for t in e.api.resources.values() if t.group == INFRA_GROUP}
+        watched = {s.kind for s in WATCHED} | pools
+        expected = set()
+        for raw in e.api.objects():
+            owned = MWRS_LABEL in (raw["metadata"].get("labels") or {})
+            if raw["kind"] not in watched or (raw["kind"] == "ManifestWork" and not owned):
+                continue
+            if (p := project(raw)) is not None:
+                expected.add(p.key)
+        assert len(expected) > 50
+        await source.start()
+        await eventually(lambda: source.all_synced() and all(store.get(k) is not None for k in expected))
+        assert len(store) == len(expected)
+    finally:
+        await source.stop()
+        await e.close()

@@ -237,6 +237,7 @@ class ResourceLoop:
     async def _watch_until_relist(self, rv: str) -> str:
         """Watch, re-watching from the latest version, until a relist is needed; returns its cause."""
         loop = asyncio.get_running_loop()
+        seen_at_list = self._seen
         while True:
             started, seen = loop.time(), self._seen
             try:
@@ -245,6 +246,8 @@ class ResourceLoop:
                     await asyncio.sleep(self._backoff.next_delay())  # closed at once: don't spin
             except Expired as e:
                 log.info("watch of %s expired: %s", self._where, e)
+                if self._seen == seen_at_list:  # expired again right after a list: don't hammer the server
+                    await asyncio.sleep(self._backoff.next_delay())
                 return "expired"
             except Inactive:
                 bump(self.stats.watch_ends, "inactivity")
