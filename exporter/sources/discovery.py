@@ -55,6 +55,7 @@ WATCHED: Final[tuple[ResourceSpec, ...]] = (
     ResourceSpec(WORK_GROUP, "ManifestWork", ("v1",), label_selector=MWRS_LABEL),
     ResourceSpec(OCM_CLUSTER_GROUP, "ManagedCluster", ("v1",)),
     ResourceSpec(OCM_CLUSTER_GROUP, "Placement", ("v1beta1",)),
+    ResourceSpec(OCM_CLUSTER_GROUP, "PlacementDecision", ("v1beta1",)),
 )
 
 
