@@ -137,7 +137,9 @@ def file_resources(stats: FileStats) -> list[ResourceStats]:
     kinds = sorted(stats.objects.keys() | stats.invalid.keys())
     lists = {"success": stats.reads - min(stats.reads, stats.read_errors), "error": stats.read_errors}
     return [
+        # Every re-read after the first replaces the kind's contents: a relist caused by a change.
         ResourceStats(resource=kind or "unknown", synced=stats.synced, lists=lists,
+                      relists={"changed": max(stats.reads - 1, 0)},
                       objects=stats.objects.get(kind, 0), invalid_objects=stats.invalid.get(kind, 0))
         for kind in kinds
     ]
@@ -149,7 +151,7 @@ def kube_resources(source_stats: object) -> list[ResourceStats]:
     for name, rs in sorted(getattr(source_stats, "resources", {}).items()):
         out.append(ResourceStats(
             resource=name, synced=bool(rs.synced), lists=dict(rs.list_requests),
-            watches=dict(rs.watch_requests), events=dict(rs.events), relists=sum(rs.relists.values()),
+            watches=dict(rs.watch_requests), events=dict(rs.events), relists=dict(rs.relists),
             objects=rs.object_count, invalid_objects=rs.invalid_objects, last_event_time=rs.last_event_time,
         ))
     return out

@@ -29,7 +29,7 @@ class ResourceStats:
     lists: Mapping[str, int] = field(default_factory=dict)  # result (success|error) -> count
     watches: Mapping[str, int] = field(default_factory=dict)
     events: Mapping[str, int] = field(default_factory=dict)  # event type -> count
-    relists: int = 0
+    relists: Mapping[str, int] = field(default_factory=dict)  # cause (expired|error|changed) -> count
     objects: int | None = None
     invalid_objects: int = 0
     last_event_time: float | None = None
@@ -67,12 +67,13 @@ FAMILIES: tuple[FamilySpec, ...] = (
           ("resource", "result")),
     _decl("watch_total", "Watch requests per resource and result.", "counter", ("resource", "result")),
     _decl("events_total", "Watch events received per resource and type.", "counter", ("resource", "type")),
-    _decl("relists_total", "Relists of a resource (410 Gone, errors, file changes).", "counter",
-          ("resource",)),
+    _decl("relists_total", "Relists of a resource by cause: expired (410 Gone), error, changed (files).",
+          "counter", ("resource", "cause")),
     _decl("objects", "Objects of a resource held by the exporter.", "gauge", ("resource",)),
     _decl("invalid_objects", "Objects of a resource that could not be read (no identity, wrong shape).",
           "gauge", ("resource",)),
-    _decl("last_event_timestamp_seconds", "When the last event of a resource arrived (Unix seconds).",
+    _decl("last_event_timestamp_seconds", "When the last event or bookmark of a resource arrived (Unix "
+          "seconds); time() minus it is the age of the resource's data.",
           "gauge", ("resource",)),
     _decl("evaluation_duration_seconds", "How long the last evaluation pass took.", "gauge"),
     _decl("evaluations_total", "Evaluation passes run.", "counter"),
@@ -105,7 +106,7 @@ def render(
         "list_total": _by(res, lambda r: r.lists),
         "watch_total": _by(res, lambda r: r.watches),
         "events_total": _by(res, lambda r: r.events),
-        "relists_total": [((r.resource,), float(r.relists)) for r in res],
+        "relists_total": _by(res, lambda r: r.relists),
         "objects": [((r.resource,), float(r.objects)) for r in res if r.objects is not None],
         "invalid_objects": [((r.resource,), float(r.invalid_objects)) for r in res],
         "last_event_timestamp_seconds": [
