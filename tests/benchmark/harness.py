@@ -196,8 +196,10 @@ class Run:
         raw: list[Scrape] = []
         gz: list[Scrape] = []
         for _ in range(n):
-            raw.append(await probes.scrape(session, self.metrics_url, False))
-            gz.append(await probes.scrape(session, self.metrics_url, True))
+            for use_gzip, out in ((False, raw), (True, gz)):
+                s = await probes.scrape(session, self.metrics_url, use_gzip)
+                s.body = b""  # only the timings are kept
+                out.append(s)
         return raw, gz
 
     async def burst(self, session: aiohttp.ClientSession) -> None:
@@ -297,6 +299,7 @@ class Run:
             batch = await self.control_get(session, f"/changes?since={tracker.next}")
             tracker.add(batch["changes"], batch["next"])
             tracker.observe(s, probes.markers(s.text()))
+            s.body = b""  # only the timings are kept: a 100 % body is ~365 MB
             if not in_window:
                 await asyncio.sleep(max(min(s.start + self.o.slow_interval, end) - time.monotonic(), 0))
         sampler.cancel()
