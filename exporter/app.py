@@ -36,7 +36,9 @@ log = logging.getLogger("exporter.app")
 
 DEBOUNCE_SECONDS = 0.05
 RESYNC_SECONDS = 60.0  # time-based rules (minReadySeconds, stale deletion) move with the clock alone
-BATCH = 64  # groups evaluated between yields to the event loop, so scrapes are served meanwhile
+# The longest stretch of evaluation between yields to the event loop: a group takes a few ms, so a
+# count of groups would let a large pass hold the loop for seconds; time bounds it instead.
+YIELD_AFTER_SECONDS = 0.02
 
 
 class Stoppable(Protocol):
@@ -108,10 +110,12 @@ class Pipeline:
     async def run_pass(self, groups: set[GroupKey]) -> None:
         started = time.perf_counter()
         now = time.time()
-        for i, key in enumerate(sorted(groups)):
+        slice_started = started
+        for key in sorted(groups):
             self.evaluate_group(key, now)
-            if i % BATCH == BATCH - 1:
+            if time.perf_counter() - slice_started > YIELD_AFTER_SECONDS:
                 await asyncio.sleep(0)
+                slice_started = time.perf_counter()
         self.passes += 1
         self.stats.evaluations += 1
         self.stats.evaluated_groups += len(groups)

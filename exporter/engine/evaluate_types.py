@@ -98,6 +98,7 @@ class GroupView:
         self.cluster_classes: Mapping[tuple[str, str], ClusterClass] = group.cluster_classes
         self._objects: dict[ObjectKey, Base] = {}
         self._computed: dict[ObjectKey, Computed] = {}
+        self._reported: dict[ObjectKey, dict[str, Condition]] = {}
         for obj in group.objects:
             self._objects[obj.key] = obj
             self._sort_in(obj)
@@ -131,13 +132,21 @@ class GroupView:
 
     def effective(self, key: ObjectKey, type_: str) -> Condition | None:
         """The object's reported v1beta2 condition of this type, else the engine's."""
-        obj = self._objects.get(key)
-        if obj is not None and obj.has_v1beta2_conditions:
-            reported = next((c for c in obj.conditions if c.type == type_), None)
-            if reported is not None:
-                return reported
+        reported = self._reported_by_type(key).get(type_)
+        if reported is not None:
+            return reported
         computed = self._computed.get(key)
         return computed.condition(type_) if computed is not None else None
+
+    def _reported_by_type(self, key: ObjectKey) -> Mapping[str, Condition]:
+        # Rules look conditions up hundreds of times per group: index each object's once.
+        found = self._reported.get(key)
+        if found is None:
+            obj = self._objects.get(key)
+            usable = obj is not None and obj.has_v1beta2_conditions
+            found = {c.type: c for c in obj.conditions} if obj is not None and usable else {}
+            self._reported[key] = found
+        return found
 
     # -- navigation ---------------------------------------------------------------------------------
 
