@@ -117,7 +117,10 @@ def test_scenarios_give_a_condition_mix(fleet: list[Obj]) -> None:
     ready = Counter(status_of(m, "Ready") for m in by_kind(fleet, "Machine"))
     assert ready["True"] > 0.8 * sum(ready.values())
     assert ready["False"] > 0
-    assert Counter(status_of(w, "Progressing") for w in by_kind(fleet, "ManifestWork"))["True"] >= 0
+    phases = Counter(m["status"]["phase"] for m in by_kind(fleet, "Machine"))
+    assert phases["Provisioning"] > 0 and phases["Running"] > 0
+    rolled_out = Counter(status_of(m, "PlacementRolledOut") for m in by_kind(fleet, "ManifestWorkReplicaSet"))
+    assert rolled_out["True"] > 0 and rolled_out["False"] > 0
 
 
 def test_ocm_objects_agree(fleet: list[Obj]) -> None:
