@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := prometheus golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
 
-.PHONY: run test lint pytest deps system-deps docs sync-chart-files clean
+.PHONY: run test lint pytest deps system-deps docs sync-chart-files bench clean
 
 run: $(BIN)/fleet-status-exporter
 	$(BIN)/fleet-status-exporter serve --from-files examples/
@@ -45,6 +45,10 @@ system-deps:
 
 docs: deps
 	$(BIN)/python -m exporter.metrics.docs > docs/metrics.md
+
+# Scale benchmark at the full target fleet (minutes; prints a table, see docs/performance.md).
+bench: deps
+	$(BIN)/python -m tests.benchmark --scale 100 --quick
 
 # The chart embeds alerts/ and dashboards/ unchanged; a test fails when its copies drift.
 sync-chart-files:

@@ -32,11 +32,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--all-kinds", action="store_true", help="also install every CAPI and OCM kind")
     p.add_argument("--kubeconfig-out", default="", metavar="PATH", help="where to write the kubeconfig")
+    p.add_argument("--bookmark-interval", type=float, default=60.0, metavar="SECONDS",
+                   help="send BOOKMARKs on open watches this often, as API servers do (default 60)")
     return p.parse_args(argv)
 
 
 async def serve(args: argparse.Namespace) -> None:
-    api = FakeKubeAPI(host=args.host)
+    api = FakeKubeAPI(host=args.host, bookmark_interval=args.bookmark_interval)
     if args.all_kinds:
         api.install(*CAPI_TYPES, *OCM_TYPES)
     total = sum(api.load(load_manifests(path)) for path in args.from_files)
