@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 
 from exporter.engine import machine_rollup as rollup
 from exporter.engine import machinepool_contract as contract
+from exporter.engine import machineset
 from exporter.engine.conditions import paused_condition
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, InfraMachinePool, Machine, MachinePool, Status
@@ -123,34 +124,12 @@ def _current(mp: MachinePool, machines: Sequence[Machine]) -> int:
     return len(machines)
 
 
-def _desired(mp: MachinePool) -> int | None:
-    if mp.replicas is None:
-        return None
-    return 0 if mp.meta.deleting else mp.replicas
-
-
 def scaling_up(mp: MachinePool, machines: Sequence[Machine]) -> Condition:
-    desired = _desired(mp)
-    if desired is None:
-        return Condition(SCALING_UP, Status.UNKNOWN, WAITING_FOR_REPLICAS_SET, WAITING_FOR_REPLICAS_MESSAGE)
-    current = _current(mp, machines)
-    if current >= desired:
-        return Condition(SCALING_UP, Status.FALSE, NOT_SCALING_UP)
-    return Condition(SCALING_UP, Status.TRUE, SCALING_UP, f"Scaling up from {current} to {desired} replicas")
+    return machineset.scaling_up(mp.replicas, _current(mp, machines), mp.meta.deleting)
 
 
 def scaling_down(mp: MachinePool, view: GroupView, machines: Sequence[Machine], now: float) -> Condition:
-    desired = _desired(mp)
-    if desired is None:
-        return Condition(SCALING_DOWN, Status.UNKNOWN, WAITING_FOR_REPLICAS_SET, WAITING_FOR_REPLICAS_MESSAGE)
-    current = _current(mp, machines)
-    if current <= desired:
-        return Condition(SCALING_DOWN, Status.FALSE, NOT_SCALING_DOWN)
-    message = f"Scaling down from {current} to {desired} replicas"
-    stale = rollup.stale_deletion_message(view, machines, now)
-    if stale:
-        message += f"\n* {stale}"
-    return Condition(SCALING_DOWN, Status.TRUE, SCALING_DOWN, message)
+    return machineset.scaling_down(mp.replicas, _current(mp, machines), mp.meta.deleting, view, machines, now)
 
 
 def _machine_conditions(view: GroupView, machines: Sequence[Machine], now: float) -> list[Condition]:
