@@ -21,6 +21,10 @@ from tests.kubeapi.state import ApiError, Obj, ResourceType, labels_of, parse_la
 if TYPE_CHECKING:
     from tests.kubeapi.server import FakeKubeAPI, Watch
 
+# Typed request storage key where aiohttp offers one (3.12+); a plain string before that.
+_RECORD: Any = web.RequestKey("record", object) if hasattr(web, "RequestKey") else "record"
+
+
 TRUE = {"true", "True", "1"}
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -50,7 +54,7 @@ class HandlersMixin:
             return await self._resource_request(request, parts[1], parts[2], parts[3:])
         except ApiError as e:
             if "record" in request:
-                request["record"].status = e.code
+                request[_RECORD].status = e.code
             headers = {"Retry-After": "1"} if e.code == 429 else None
             return self.json_response(e.status(), status=e.code, headers=headers)
 
@@ -117,8 +121,8 @@ class HandlersMixin:
             verb = "watch" if params.get("watch") in TRUE else "list"
         else:
             verb = {"GET": "get", "POST": "create", "PUT": "update", "DELETE": "delete"}.get(method, method)
-        request["record"] = _record(verb, rt.kind, namespace, params)
-        self.requests.append(request["record"])
+        request[_RECORD] = _record(verb, rt.kind, namespace, params)
+        self.requests.append(request[_RECORD])
         self._check_fault(verb, {rt.kind, rt.plural}, namespace)
         if verb == "list":
             return self._list(rt, version, namespace, params)
