@@ -93,6 +93,22 @@ async def test_store_follows_edits_additions_and_deletions(tmp_path):
     assert source.stats.reads == 4
 
 
+async def test_a_file_that_turns_unreadable_keeps_its_last_good_objects(tmp_path):
+    """A half-written file (an editor saving, a typo) must not make its clusters vanish."""
+    store = Store()
+    write(tmp_path / "c1.yaml", cluster("c1"), machine("m1"))
+    source = FileSource(tmp_path, store, poll_interval=0.01)
+    assert await source.poll_once()
+    (tmp_path / "c1.yaml").write_text("kind: [unclosed\n")
+    os.utime(tmp_path / "c1.yaml", ns=(0, 10**18))
+    assert await source.poll_once()
+    assert store.get(("Machine", "ns", "m1")) is not None
+    assert source.stats.read_errors == 1
+    write(tmp_path / "c1.yaml", cluster("c1"))  # fixed, and m1 really removed
+    assert await source.poll_once()
+    assert store.get(("Machine", "ns", "m1")) is None
+
+
 @pytest.mark.parametrize("name", ["missing-dir", "missing.yaml"])
 async def test_a_missing_path_loads_nothing(tmp_path, name):
     store = Store()

@@ -5,7 +5,8 @@ Owns reading YAML and JSON the way ``kubectl get -o yaml|json`` writes it: multi
 each object once with ``exporter.engine.parse.project``; replacing every kind's contents in the
 sink when a file changes (modification times and sizes are polled, so edits, additions and
 deletions are all seen); and plain counters the composition root turns into self-metrics. A file
-that fails to parse is logged with its path and skipped; the other files still load.
+that fails to parse is logged with its path and keeps the objects of its last good read; the
+other files still load.
 Owns no evaluation and no metrics.
 """
 
@@ -53,6 +54,7 @@ class Loaded:
     projections: list[Base]
     invalid: dict[str, int]
     errors: list[str]
+    by_file: dict[str, list[Base]] = field(default_factory=dict)  # what each file contributed
 
 
 def manifest_files(path: Path) -> list[Path]:
@@ -83,27 +85,40 @@ def _flatten(doc: Any) -> Iterator[Mapping[str, Any]]:
     yield doc
 
 
-def load(path: Path) -> Loaded:
-    """Read and project everything under ``path`` (blocking; run in a thread from async code)."""
+def load(path: Path, previous: Mapping[str, list[Base]] | None = None) -> Loaded:
+    """Read and project everything under ``path`` (blocking; run in a thread from async code).
+
+    A file that cannot be read (half-written by an editor, a YAML error) keeps the objects it
+    held at the last read that succeeded: a typo must not make a cluster vanish from the metrics.
+    """
     by_key: dict[tuple[str, str, str], Base] = {}
+    by_file: dict[str, list[Base]] = {}
     invalid: dict[str, int] = {}
     errors: list[str] = []
     for file in manifest_files(path):
+        name = str(file)
         try:
             raws = list(raw_objects(file.read_text(encoding="utf-8"), file.suffix))
         except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
-            errors.append(f"{file}: {exc}")
-            continue
-        for raw in raws:
-            obj = project(raw)
-            if obj is None:
-                if _is_known_kind_without_identity(raw):
-                    kind = raw.get("kind")
-                    label = kind if isinstance(kind, str) else ""
-                    invalid[label] = invalid.get(label, 0) + 1
-                continue
+            kept = (previous or {}).get(name)
+            note = f"; keeping its {len(kept)} objects from the last good read" if kept else ""
+            errors.append(f"{file}: {exc}{note}")
+            objects = list(kept or [])
+        else:
+            objects = []
+            for raw in raws:
+                obj = project(raw)
+                if obj is None:
+                    if _is_known_kind_without_identity(raw):
+                        kind = raw.get("kind")
+                        label = kind if isinstance(kind, str) else ""
+                        invalid[label] = invalid.get(label, 0) + 1
+                    continue
+                objects.append(obj)
+        by_file[name] = objects
+        for obj in objects:
             by_key[obj.key] = obj  # the same object in two files: the later file wins
-    return Loaded(list(by_key.values()), invalid, errors)
+    return Loaded(list(by_key.values()), invalid, errors, by_file)
 
 
 def _is_known_kind_without_identity(raw: Mapping[str, Any]) -> bool:
@@ -139,6 +154,7 @@ class FileSource:
         self.stats = FileStats()
         self._kinds: set[str] = set()
         self._seen: tuple[tuple[str, int, int], ...] | None = None
+        self._last_good: dict[str, list[Base]] = {}
 
     @property
     def synced(self) -> bool:
@@ -154,7 +170,8 @@ class FileSource:
         current = await asyncio.to_thread(fingerprint, self.path)
         if current == self._seen:
             return False
-        loaded = await asyncio.to_thread(load, self.path)
+        loaded = await asyncio.to_thread(load, self.path, self._last_good)
+        self._last_good = loaded.by_file
         self._seen = current
         self.apply(loaded)
         return True
