@@ -1,7 +1,10 @@
-"""The renderer: per-object fragments, effective conditions, contiguous families, cache reuse, removal."""
+"""The renderer: per-object fragments, effective conditions, contiguous families, bucket cache reuse,
+gzip members, snapshot consistency, removal."""
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -16,7 +19,7 @@ from exporter.engine.model import (
     Result,
     Status,
 )
-from exporter.metrics.renderer import Renderer, render_fleet
+from exporter.metrics.renderer import BUCKETS, Renderer, bucket_of, render_fleet
 
 T, F, U = Status.TRUE, Status.FALSE, Status.UNKNOWN
 GROUP = ("capi", "ns", "c1")
@@ -133,17 +136,90 @@ def test_families_are_contiguous_with_one_header_each():
     assert body.count("# TYPE capi_machine_info gauge") == 1
 
 
-def test_unchanged_objects_are_not_rendered_again_and_blobs_are_reused():
+def test_unchanged_objects_are_not_rendered_again_and_buckets_are_reused():
     renderer = Renderer()
     m = machine()
     r = result(m, phase="Running")
     renderer.update_group(GROUP, [(m, r)])
     first = renderer.render_body()
+    renderer.render_gzip()
     renderer.update_group(GROUP, [(m, r)])
     assert renderer.renders == 1
     snap = renderer.snapshot()
-    assert all(not isinstance(part, list) for _, part in snap._parts), "every family should be cached"
+    pieces = list(snap.pieces())
+    assert pieces and all(p.text is not None and p.gz is not None for p in pieces), "every bucket cached"
     assert renderer.render_body() == first
+
+
+def fleet(renderer: Renderer, n: int) -> list[Machine]:
+    objs = [machine(f"m{i}") for i in range(n)]
+    renderer.update_group(GROUP, [(m, result(m, phase="Running")) for m in objs])
+    return objs
+
+
+def test_a_change_rebuilds_only_the_buckets_of_the_changed_object():
+    renderer = Renderer()
+    objs = fleet(renderer, 200)
+    assert len({bucket_of(m.key) for m in objs}) > BUCKETS // 2, "objects should spread over buckets"
+    renderer.render_gzip()
+    changed = replace(objs[7], version="v1.31.0")
+    renderer.update_group(GROUP, [(changed, result(changed, phase="Running")), *(
+        (m, result(m, phase="Running")) for m in objs if m is not objs[7])])
+    snap = renderer.snapshot()
+    dirty = [p for p in snap.pieces() if p.text is None]
+    assert dirty, "the changed object's buckets must be rebuilt"
+    families_with_lines = sum(1 for p in snap.pieces() if p.bucket.fragments.get(changed.key) is not None)
+    assert len(dirty) <= families_with_lines
+    assert all(changed.key in p.bucket.fragments for p in dirty)
+    snap.parts(gzip=True)
+    renderer.commit(snap)
+    assert all(p.text is not None and p.gz is not None for p in renderer.snapshot().pieces())
+
+
+def members(data: bytes) -> list[bytes]:
+    """Decode a gzip stream member by member, as a multistream reader does."""
+    out = []
+    while data:
+        d = zlib.decompressobj(wbits=31)
+        out.append(d.decompress(data))
+        assert d.eof, "every member must be complete"
+        data = d.unused_data
+    return out
+
+
+def test_gzip_body_is_a_stream_of_members_that_decodes_to_the_raw_body():
+    renderer = Renderer()
+    objs = fleet(renderer, 100)
+    for _ in range(2):  # cold, then from the cache
+        raw, gz = renderer.render_body(), renderer.render_gzip()
+        assert gzip.decompress(gz) == raw
+        decoded = members(gz)
+        assert len(decoded) > len(renderer.families) // 4, "one member per header and per bucket"
+        assert b"".join(decoded) == raw
+    changed = replace(objs[0], version="v1.31.0")
+    renderer.update_group(GROUP, [(changed, result(changed, phase="Running")), *(
+        (m, result(m, phase="Running")) for m in objs[1:])])
+    gz = renderer.render_gzip()
+    assert gzip.decompress(gz) == renderer.render_body()
+    assert value(gzip.decompress(gz), "capi_machine_info", name="m0", version="v1.31.0") == 1
+
+
+def test_snapshot_serves_the_versions_it_was_taken_with_and_stale_builds_are_not_kept():
+    renderer = Renderer()
+    m = machine()
+    renderer.update_group(GROUP, [(m, result(m, phase="Running"))])
+    snap = renderer.snapshot()
+    newer = replace(m, version="v1.31.0")
+    renderer.update_group(GROUP, [(newer, result(newer, phase="Deleting"))])
+    old = b"".join(snap.parts())
+    assert value(old, "capi_machine_info", name="m1", version="v1.30.0") == 1
+    assert value(old, "capi_machine_status_phase", name="m1", phase="Running") == 1
+    assert gzip.decompress(b"".join(snap.parts(gzip=True))) == old
+    renderer.commit(snap)  # built from the old lines: must not replace the newer ones
+    body = renderer.render_body()
+    assert value(body, "capi_machine_info", name="m1", version="v1.31.0") == 1
+    assert value(body, "capi_machine_info", name="m1", version="v1.30.0") is None
+    assert value(body, "capi_machine_status_phase", name="m1", phase="Deleting") == 1
 
 
 def test_changed_object_replaces_its_lines_and_removed_object_vanishes():

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import shutil
 import ssl
 import subprocess
+import zlib
 
 import aiohttp
 import bcrypt
@@ -58,6 +60,29 @@ async def test_gzip_when_the_client_accepts_it(aiohttp_client):
     assert "capi_machine_info{" in await resp.text()  # the client decompresses transparently
     resp = await client.get("/metrics", headers={"Accept-Encoding": "gzip;q=0"})
     assert "Content-Encoding" not in resp.headers
+
+
+async def test_gzip_body_is_concatenated_members_equal_to_the_raw_body(aiohttp_client):
+    exp = exposition([True])
+    objects = exp.renderer.render_body()
+    client = await aiohttp_client(make_app(exp))
+    for _ in range(2):  # cold, then served from the renderer's cache
+        resp = await client.get("/metrics", headers={"Accept-Encoding": "gzip"}, auto_decompress=False)
+        assert resp.headers["Content-Encoding"] == "gzip"
+        assert resp.headers["Content-Type"] == CONTENT_TYPE
+        data = await resp.read()
+        assert int(resp.headers["Content-Length"]) == len(data)
+        body = gzip.decompress(data)
+        assert body.startswith(objects) and b"fleet_status_exporter_build_info" in body[len(objects):]
+        decoded, rest = [], data
+        while rest:  # member by member, as Go's multistream gzip reader does
+            d = zlib.decompressobj(wbits=31)
+            decoded.append(d.decompress(rest))
+            assert d.eof
+            rest = d.unused_data
+        assert len(decoded) > 2 and b"".join(decoded) == body
+        raw = await (await client.get("/metrics", headers={"Accept-Encoding": "identity"})).read()
+        assert raw.startswith(objects)
 
 
 async def test_probes(aiohttp_client):

@@ -1,18 +1,22 @@
-"""Per-object exposition fragments, cached, and the scrape body joined from them.
+"""Per-object exposition fragments, cached in buckets, and the scrape body assembled from them.
 
-Owns the cache: for every family, a map object key → that object's lines of the family (bytes),
-rendered once when the object's projection or Result changes, and a per-family joined blob reused
-until one of its fragments changes. A scrape is a join of blobs under family headers, so its cost
-follows the size of the output and never the cost of evaluation.
+Owns the cache: for every family, the lines of each object (bytes), rendered once when the
+object's projection or Result changes. The objects of a family are spread over ``BUCKETS``
+buckets by a stable hash of their key; each bucket caches its joined text and that text as a
+complete gzip member. A scrape is the list of family headers and bucket texts (or their gzip
+members: concatenated members are one valid gzip stream, RFC 1952 section 2.2), so a change
+re-joins and re-compresses only the buckets it touched, and a quiet scrape copies nothing.
 
 Consistency: ``update_group`` and ``snapshot`` are called on the event loop thread only and never
 await, so one object's fragments in every family swap together and a scrape sees either all the
-old ones or all the new ones. ``Snapshot.body`` may then run in a worker thread: it reads only
-the lists copied for it. Owns no evaluation, no HTTP and no self-metrics.
+old ones or all the new ones. ``Snapshot.parts`` may then run in a worker thread: it reads only
+what was copied for it, and ``Renderer.commit`` (back on the loop) keeps what it built for the
+buckets unchanged since. Owns no evaluation, no HTTP and no self-metrics.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -30,6 +34,20 @@ from exporter.metrics.spec import (
 GroupKey = tuple[str, str, str]
 Fragments = tuple[tuple[int, bytes], ...]
 """(family index, lines) for every family an object has samples in."""
+
+BUCKETS = 64  # a change re-compresses ~1/64 of its family; members add ~20 bytes each
+GZIP_LEVEL = 5  # level 9 costs ~3x the CPU for a few percent on repetitive exposition text
+
+
+def gzip_member(data: bytes, level: int = GZIP_LEVEL) -> bytes:
+    """``data`` as one complete gzip member (header, deflate stream, CRC and size trailer)."""
+    compressor = zlib.compressobj(level, zlib.DEFLATED, 31)
+    return compressor.compress(data) + compressor.flush()
+
+
+def bucket_of(key: ObjectKey) -> int:
+    """Stable across runs (unlike ``hash`` of a str), so the output order is reproducible."""
+    return zlib.crc32("\0".join(key).encode()) % BUCKETS
 
 
 def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: Result) -> Fragments:
@@ -50,27 +68,79 @@ class _Entry:
     obj: Base
     result: Result
     fragments: Fragments
+    bucket: int
+
+
+class _Bucket:
+    """Some objects' lines of one family, with the joined text and gzip member while unchanged."""
+
+    __slots__ = ("fragments", "gz", "text", "version")
+
+    def __init__(self) -> None:
+        self.fragments: dict[ObjectKey, bytes] = {}
+        self.text: bytes | None = b""
+        self.gz: bytes | None = None
+        self.version = 0
+
+    def touch(self) -> None:
+        self.text = self.gz = None
+        self.version += 1
+
+
+class _Piece:
+    """One bucket as one scrape sees it: its cached text/member, or a copy of its fragments."""
+
+    __slots__ = ("bucket", "built", "fragments", "gz", "text", "version")
+
+    def __init__(self, bucket: _Bucket) -> None:
+        self.bucket = bucket
+        self.version = bucket.version
+        self.text = bucket.text
+        self.gz = bucket.gz
+        self.fragments = list(bucket.fragments.values()) if bucket.text is None else None
+        self.built = False
 
 
 class Snapshot:
-    """What one scrape serves: per family either the cached blob or the fragments to join."""
+    """What one scrape serves: per non-empty family, its index and its non-empty buckets."""
 
-    def __init__(self, parts: list[tuple[int, bytes | list[bytes]]], versions: list[int]) -> None:
-        self._parts = parts
-        self._versions = versions
-        self.joined: dict[int, bytes] = {}
+    def __init__(self, families: list[tuple[int, list[_Piece]]], headers: list[bytes],
+                 gz_headers: list[bytes]) -> None:
+        self._families = families
+        self._headers = headers
+        self._gz_headers = gz_headers
+        self.size = 0  # uncompressed bytes of the body ``parts`` returned
 
-    def body(self, headers: list[bytes]) -> bytes:
-        """Join everything (safe in a worker thread: touches only this snapshot)."""
-        chunks: list[bytes] = []
-        for i, part in self._parts:
-            if isinstance(part, list):
-                part = b"".join(part)
-                self.joined[i] = part
-            if part:
-                chunks.append(headers[i])
-                chunks.append(part)
-        return b"".join(chunks)
+    def parts(self, gzip: bool = False) -> list[bytes]:
+        """The body as a list of byte strings (safe in a worker thread: touches only this snapshot).
+
+        Raw: headers and bucket texts. Gzip: one gzip member per header and per bucket, which
+        concatenated are one gzip stream decompressing to the raw body.
+        """
+        out: list[bytes] = []
+        size = 0
+        for i, pieces in self._families:
+            out.append(self._gz_headers[i] if gzip else self._headers[i])
+            size += len(self._headers[i])
+            for p in pieces:
+                if p.text is None:
+                    p.text = b"".join(p.fragments or ())
+                    p.fragments = None
+                    p.built = True
+                size += len(p.text)
+                if not gzip:
+                    out.append(p.text)
+                    continue
+                if p.gz is None:
+                    p.gz = gzip_member(p.text)
+                    p.built = True
+                out.append(p.gz)
+        self.size = size
+        return out
+
+    def pieces(self) -> Iterable[_Piece]:
+        for _, pieces in self._families:
+            yield from pieces
 
 
 class Renderer:
@@ -80,19 +150,14 @@ class Renderer:
         self.families: tuple[FamilySpec, ...] = tuple(families) if families is not None else object_families()
         self._index = {f.name: i for i, f in enumerate(self.families)}
         self._headers = [header(f.name, f.help, f.exposition_type) for f in self.families]
-        self._fragments: list[dict[ObjectKey, bytes]] = [{} for _ in self.families]
-        self._blobs: list[bytes | None] = [b"" for _ in self.families]
-        self._versions = [0 for _ in self.families]
+        self._gz_headers = [gzip_member(h) for h in self._headers]
+        self._buckets = [[_Bucket() for _ in range(BUCKETS)] for _ in self.families]
         self._entries: dict[ObjectKey, _Entry] = {}
         self._members: dict[GroupKey, set[ObjectKey]] = {}
         self.renders = 0  # objects rendered since start (a self-metric; tests read it)
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    @property
-    def headers(self) -> list[bytes]:
-        return self._headers
 
     def update_group(self, group: GroupKey, items: Iterable[tuple[Base, Result]]) -> None:
         """Make ``group`` contribute exactly ``items``; objects it no longer holds disappear."""
@@ -114,21 +179,33 @@ class Renderer:
         return list(self._members)
 
     def snapshot(self) -> Snapshot:
-        parts: list[tuple[int, bytes | list[bytes]]] = []
-        for i, blob in enumerate(self._blobs):
-            parts.append((i, blob if blob is not None else list(self._fragments[i].values())))
-        return Snapshot(parts, list(self._versions))
+        """Copy what a scrape needs (on the loop): cached texts by reference, dirty buckets' lines."""
+        families: list[tuple[int, list[_Piece]]] = []
+        for i, buckets in enumerate(self._buckets):
+            pieces = [_Piece(b) for b in buckets if b.fragments]
+            if pieces:
+                families.append((i, pieces))
+        return Snapshot(families, self._headers, self._gz_headers)
 
     def commit(self, snap: Snapshot) -> None:
-        """Keep the blobs a snapshot joined, for families unchanged since it was taken."""
-        for i, blob in snap.joined.items():
-            if self._versions[i] == snap._versions[i]:
-                self._blobs[i] = blob
+        """Keep the texts and members a snapshot built, for buckets unchanged since it was taken."""
+        for p in snap.pieces():
+            if p.built and p.bucket.version == p.version:
+                p.bucket.text = p.text
+                if p.gz is not None:
+                    p.bucket.gz = p.gz
 
     def render_body(self) -> bytes:
         """Snapshot, join and commit in one go (tests and the one-shot paths)."""
         snap = self.snapshot()
-        body = snap.body(self._headers)
+        body = b"".join(snap.parts())
+        self.commit(snap)
+        return body
+
+    def render_gzip(self) -> bytes:
+        """The same body as a gzip stream of concatenated members, in one go."""
+        snap = self.snapshot()
+        body = b"".join(snap.parts(gzip=True))
         self.commit(snap)
         return body
 
@@ -143,28 +220,28 @@ class Renderer:
             return  # unchanged: keep the fragments rendered last time
         fragments = render_object(spec, self._index, obj, result)
         self.renders += 1
+        b = entry.bucket if entry is not None else bucket_of(obj.key)
         old = dict(entry.fragments) if entry is not None else {}
         new = dict(fragments)
         for i in old.keys() - new.keys():
-            del self._fragments[i][obj.key]
-            self._touch(i)
+            bucket = self._buckets[i][b]
+            del bucket.fragments[obj.key]
+            bucket.touch()
         for i, text in new.items():
             if old.get(i) != text:
-                self._fragments[i][obj.key] = text
-                self._touch(i)
-        self._entries[obj.key] = _Entry(obj, result, fragments)
+                bucket = self._buckets[i][b]
+                bucket.fragments[obj.key] = text
+                bucket.touch()
+        self._entries[obj.key] = _Entry(obj, result, fragments, b)
 
     def _drop(self, key: ObjectKey) -> None:
         entry = self._entries.pop(key, None)
         if entry is None:
             return
         for i, _ in entry.fragments:
-            self._fragments[i].pop(key, None)
-            self._touch(i)
-
-    def _touch(self, i: int) -> None:
-        self._blobs[i] = None
-        self._versions[i] += 1
+            bucket = self._buckets[i][entry.bucket]
+            bucket.fragments.pop(key, None)
+            bucket.touch()
 
 
 def render_fleet(projections: Iterable[Base], results: Iterable[Result]) -> bytes:
@@ -176,4 +253,5 @@ def render_fleet(projections: Iterable[Base], results: Iterable[Result]) -> byte
     return renderer.render_body()
 
 
-__all__ = ["Renderer", "Snapshot", "label_names", "render_fleet", "render_object"]
+__all__ = ["BUCKETS", "GZIP_LEVEL", "Renderer", "Snapshot", "gzip_member", "label_names", "render_fleet",
+           "render_object"]
