@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -22,6 +22,8 @@ from exporter.metrics.exposition import CONTENT_TYPE
 from exporter.metrics.renderer import Renderer, gzip_member
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.webconfig import WebConfig
+
+WRITE_CHUNK = 1 << 16  # small parts are joined up to this before a write, to save syscalls
 
 LANDING = b"""<html><head><title>fleet-status-exporter</title></head><body>
 <h1>fleet-status-exporter</h1><p><a href="/metrics">Metrics</a></p></body></html>
@@ -66,6 +68,26 @@ async def _body(renderer: Renderer, exposition: Exposition, gzip: bool) -> tuple
     return parts, snap.size + len(tail)
 
 
+def _chunks(parts: list[bytes], size: int = WRITE_CHUNK) -> Iterator[bytes]:
+    """The parts, with runs of small ones (headers, small buckets) joined: one write per ~``size``."""
+    pending: list[bytes] = []
+    pending_size = 0
+    for part in parts:
+        if len(part) >= size:
+            if pending:
+                yield b"".join(pending)
+                pending, pending_size = [], 0
+            yield part
+            continue
+        pending.append(part)
+        pending_size += len(part)
+        if pending_size >= size:
+            yield b"".join(pending)
+            pending, pending_size = [], 0
+    if pending:
+        yield b"".join(pending)
+
+
 def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web.Application:
     auth = web_config if web_config is not None and web_config.auth_required else None
 
@@ -91,10 +113,10 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web
         response = web.StreamResponse(headers=headers)
         response.content_length = sum(len(p) for p in parts)
         await response.prepare(request)
-        for part in parts:
-            # write() waits for the transport to drain past its limit, so the parts are sent
-            # as they are, never copied into one body.
-            await response.write(part)
+        for chunk in _chunks(parts):
+            # write() waits for the transport to drain past its limit, so the body is sent
+            # piece by piece, never copied into one bytes object.
+            await response.write(chunk)
         await response.write_eof()
         return response
 

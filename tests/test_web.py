@@ -19,7 +19,7 @@ from exporter.config import ConfigError
 from exporter.engine.model import Machine, Meta, Result
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
-from exporter.web import Exposition, make_app
+from exporter.web import Exposition, _chunks, make_app
 from exporter.webconfig import load as load_web_config
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -83,6 +83,15 @@ async def test_gzip_body_is_concatenated_members_equal_to_the_raw_body(aiohttp_c
         assert len(decoded) > 2 and b"".join(decoded) == body
         raw = await (await client.get("/metrics", headers={"Accept-Encoding": "identity"})).read()
         assert raw.startswith(objects)
+
+
+def test_small_parts_are_joined_into_chunks_and_large_ones_pass_through_uncopied():
+    big = b"x" * 100
+    parts = [b"a", b"bb", big, b"c" * 30, b"d" * 30, b"e"]
+    chunks = list(_chunks(parts, size=50))
+    assert b"".join(chunks) == b"".join(parts)
+    assert chunks == [b"abb", big, b"c" * 30 + b"d" * 30, b"e"]
+    assert chunks[1] is big
 
 
 async def test_probes(aiohttp_client):

@@ -101,10 +101,19 @@ class _Piece:
         self.built = False
 
 
-class Snapshot:
-    """What one scrape serves: per non-empty family, its index and its non-empty buckets."""
+@dataclass(frozen=True, slots=True)
+class _Clean:
+    """A family whose every bucket has its text and member cached: a quiet scrape copies two refs."""
 
-    def __init__(self, families: list[tuple[int, list[_Piece]]], headers: list[bytes],
+    texts: tuple[bytes, ...]
+    members: tuple[bytes, ...]
+    size: int
+
+
+class Snapshot:
+    """What one scrape serves: per non-empty family, its index and its cached or copied buckets."""
+
+    def __init__(self, families: list[tuple[int, list[_Piece] | _Clean]], headers: list[bytes],
                  gz_headers: list[bytes]) -> None:
         self._families = families
         self._headers = headers
@@ -119,10 +128,14 @@ class Snapshot:
         """
         out: list[bytes] = []
         size = 0
-        for i, pieces in self._families:
+        for i, family in self._families:
             out.append(self._gz_headers[i] if gzip else self._headers[i])
             size += len(self._headers[i])
-            for p in pieces:
+            if isinstance(family, _Clean):
+                out.extend(family.members if gzip else family.texts)
+                size += family.size
+                continue
+            for p in family:
                 if p.text is None:
                     p.text = b"".join(p.fragments or ())
                     p.fragments = None
@@ -138,9 +151,11 @@ class Snapshot:
         self.size = size
         return out
 
-    def pieces(self) -> Iterable[_Piece]:
-        for _, pieces in self._families:
-            yield from pieces
+    def pieces(self) -> Iterable[tuple[int, _Piece]]:
+        """(family index, piece) of the families that were not wholly cached when it was taken."""
+        for i, family in self._families:
+            if not isinstance(family, _Clean):
+                yield from ((i, p) for p in family)
 
 
 class Renderer:
@@ -152,6 +167,7 @@ class Renderer:
         self._headers = [header(f.name, f.help, f.exposition_type) for f in self.families]
         self._gz_headers = [gzip_member(h) for h in self._headers]
         self._buckets = [[_Bucket() for _ in range(BUCKETS)] for _ in self.families]
+        self._clean: list[_Clean | None] = [None for _ in self.families]
         self._entries: dict[ObjectKey, _Entry] = {}
         self._members: dict[GroupKey, set[ObjectKey]] = {}
         self.renders = 0  # objects rendered since start (a self-metric; tests read it)
@@ -180,8 +196,12 @@ class Renderer:
 
     def snapshot(self) -> Snapshot:
         """Copy what a scrape needs (on the loop): cached texts by reference, dirty buckets' lines."""
-        families: list[tuple[int, list[_Piece]]] = []
+        families: list[tuple[int, list[_Piece] | _Clean]] = []
         for i, buckets in enumerate(self._buckets):
+            clean = self._clean[i]
+            if clean is not None:
+                families.append((i, clean))
+                continue
             pieces = [_Piece(b) for b in buckets if b.fragments]
             if pieces:
                 families.append((i, pieces))
@@ -189,11 +209,15 @@ class Renderer:
 
     def commit(self, snap: Snapshot) -> None:
         """Keep the texts and members a snapshot built, for buckets unchanged since it was taken."""
-        for p in snap.pieces():
+        touched: set[int] = set()
+        for i, p in snap.pieces():
+            touched.add(i)
             if p.built and p.bucket.version == p.version:
                 p.bucket.text = p.text
                 if p.gz is not None:
                     p.bucket.gz = p.gz
+        for i in touched:
+            self._clean[i] = self._cleaned(i)
 
     def render_body(self) -> bytes:
         """Snapshot, join and commit in one go (tests and the one-shot paths)."""
@@ -211,6 +235,19 @@ class Renderer:
 
     # ---- internals ---------------------------------------------------------------------------
 
+    def _cleaned(self, i: int) -> _Clean | None:
+        """Family ``i`` as a _Clean if every non-empty bucket has its text and member, else None."""
+        texts: list[bytes] = []
+        members: list[bytes] = []
+        for b in self._buckets[i]:
+            if not b.fragments:
+                continue
+            if b.text is None or b.gz is None:
+                return None
+            texts.append(b.text)
+            members.append(b.gz)
+        return _Clean(tuple(texts), tuple(members), sum(map(len, texts))) if texts else None
+
     def _put(self, obj: Base, result: Result) -> None:
         spec = kind_spec(obj)
         if spec is None:
@@ -227,11 +264,13 @@ class Renderer:
             bucket = self._buckets[i][b]
             del bucket.fragments[obj.key]
             bucket.touch()
+            self._clean[i] = None
         for i, text in new.items():
             if old.get(i) != text:
                 bucket = self._buckets[i][b]
                 bucket.fragments[obj.key] = text
                 bucket.touch()
+                self._clean[i] = None
         self._entries[obj.key] = _Entry(obj, result, fragments, b)
 
     def _drop(self, key: ObjectKey) -> None:
@@ -242,6 +281,7 @@ class Renderer:
             bucket = self._buckets[i][entry.bucket]
             bucket.fragments.pop(key, None)
             bucket.touch()
+            self._clean[i] = None
 
 
 def render_fleet(projections: Iterable[Base], results: Iterable[Result]) -> bytes:
