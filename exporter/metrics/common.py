@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from exporter.engine.model import Status
 from exporter.metrics.exposition import Sample
@@ -21,18 +21,44 @@ PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
 STATUSES = (Status.TRUE.value, Status.FALSE.value, Status.UNKNOWN.value)
 
 
+# The samples of one (condition type, status) pair are the same for every object: built once and
+# shared, so the exposition's tail table is hit by identity. Bounded: types come from the API.
+_TABLE_LIMIT: Final = 4096
+_statesets: dict[tuple[str, str], tuple[Sample, ...]] = {}
+_transition_labels: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def _stateset(type_: str, current: str) -> tuple[Sample, ...]:
+    samples = tuple(((type_, status), 1.0 if status == current else 0.0) for status in STATUSES)
+    if len(_statesets) >= _TABLE_LIMIT:
+        _statesets.clear()
+    _statesets[(type_, current)] = samples
+    return samples
+
+
 def _conditions(s: Subject[Any]) -> Iterable[Sample]:
+    out: list[Sample] = []
     for eff in s.effective:
-        current = eff.condition.status.value
-        for status in STATUSES:
-            yield (eff.condition.type, status), 1.0 if status == current else 0.0
+        c = eff.condition
+        current = c.status._value_  # the plain str: Enum.value is a Python-level property
+        samples = _statesets.get((c.type, current))
+        out += samples if samples is not None else _stateset(c.type, current)
+    return out
 
 
 def _transition_times(s: Subject[Any]) -> Iterable[Sample]:
+    out: list[Sample] = []
     for eff in s.effective:
         c = eff.condition
         if c.last_transition_time is not None:
-            yield (c.type, c.status.value), c.last_transition_time
+            key = (c.type, c.status._value_)
+            labels = _transition_labels.get(key)
+            if labels is None:
+                if len(_transition_labels) >= _TABLE_LIMIT:
+                    _transition_labels.clear()
+                labels = _transition_labels[key] = key
+            out.append((labels, c.last_transition_time))
+    return out
 
 
 def _reasons(s: Subject[Any]) -> Iterable[Sample]:

@@ -73,12 +73,16 @@ class KindSpec:
     families: tuple[FamilySpec, ...]
 
 
+_IDENTITY_READERS: dict[str, Callable[[Base], str]] = {
+    "name": lambda obj: obj.meta.name,
+    "namespace": lambda obj: obj.meta.namespace,
+    "uid": lambda obj: obj.meta.uid,
+    "cluster_name": lambda obj: obj.cluster_name,
+}
+
+
 def identity_values(spec: KindSpec, obj: Base) -> tuple[str, ...]:
-    meta = obj.meta
-    values = {
-        "name": meta.name, "namespace": meta.namespace, "uid": meta.uid, "cluster_name": obj.cluster_name,
-    }
-    return tuple(values[label] for label in spec.identity)
+    return tuple([_IDENTITY_READERS[label](obj) for label in spec.identity])
 
 
 def effective_conditions(result: Result) -> tuple[Effective, ...]:
@@ -89,13 +93,16 @@ def effective_conditions(result: Result) -> tuple[Effective, ...]:
     configuration these families mirror reads v1beta2 conditions only.
     """
     out: list[Effective] = []
+    # reversed: the first computed condition of a type wins, as in Result.computed_condition
+    computed_by_type = {c.type: c for c in reversed(result.computed)}
     seen: set[str] = set()
     if result.layout != "v1beta1":
         for reported in result.reported:
-            if reported.type in seen:
+            type_ = reported.type
+            if type_ in seen:
                 continue
-            seen.add(reported.type)
-            computed = result.computed_condition(reported.type)
+            seen.add(type_)
+            computed = computed_by_type.get(type_)
             mismatch = None if computed is None else computed.status is not reported.status
             out.append(Effective(reported, False, mismatch))
     for computed in result.computed:
