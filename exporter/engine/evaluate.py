@@ -55,6 +55,8 @@ _CAPI_ORDER: tuple[tuple[str, Callable[[Any, GroupView, float], Computed]], ...]
     ("Cluster", cluster.compute_cluster),
 )
 
+_RULED: frozenset[str] = frozenset(kind for kind, _ in _CAPI_ORDER)
+
 _SINGLE: Mapping[type[Base], Callable[[Any, float], Computed]] = {
     ManagedCluster: mwrs.compute_managedcluster,
     Placement: mwrs.compute_placement,
@@ -92,9 +94,8 @@ def _evaluate_capi(group: CapiGroup, previous: Mapping[ObjectKey, Result], now: 
             results.append(finish(obj, computed, previous.get(obj.key), now))
     # Kinds without rules of their own (InfraMachinePool) still get a Result: their reported
     # conditions and any parse problems are worth exporting.
-    ruled = {kind for kind, _ in _CAPI_ORDER}
     for obj in group.objects:
-        if obj.meta.kind not in ruled:
+        if obj.meta.kind not in _RULED:
             results.append(finish(obj, Computed(), previous.get(obj.key), now))
     return results
 
@@ -131,15 +132,14 @@ def finish(obj: Base, computed: Computed, previous: Result | None, now: float) -
             *findings,
             *(Finding(MALFORMED_FIELD, problem, "warning") for problem in obj.problems),
         )
+    meta = obj.meta
     return Result(
-        key=obj.key,
-        api_version=obj.meta.api_version,
-        uid=obj.meta.uid,
+        key=(meta.kind, meta.namespace, meta.name),
+        api_version=meta.api_version,
+        uid=meta.uid,
         cluster_name=obj.cluster_name,
         reported=reported,
-        computed=tuple(
-            _with_transition_time(c, obj, previous, now) for c in computed.conditions
-        ),
+        computed=_with_transition_times(computed.conditions, obj, previous, now),
         counters=computed.counters,
         phase=computed.phase,
         findings=findings,
@@ -147,27 +147,49 @@ def finish(obj: Base, computed: Computed, previous: Result | None, now: float) -
     )
 
 
-def _with_transition_time(c: Condition, obj: Base, previous: Result | None, now: float) -> Condition:
+def _with_transition_times(
+    conditions: tuple[Condition, ...], obj: Base, previous: Result | None, now: float
+) -> tuple[Condition, ...]:
+    """Every computed condition with the time its status last changed (see below)."""
+    if not conditions:
+        return conditions
+    # reversed: the first condition of a type wins, as a linear search would find it
+    reported = {r.type: r for r in reversed(obj.conditions)} if obj.has_v1beta2_conditions else {}
+    before = {c.type: c for c in reversed(previous.computed)} if previous is not None else {}
+    return tuple([
+        _with_transition_time(c, reported.get(c.type), before.get(c.type), now) for c in conditions
+    ])
+
+
+def _with_transition_time(
+    c: Condition, reported: Condition | None, before: Condition | None, now: float
+) -> Condition:
     """A computed condition keeps the time its status last changed.
 
-    Taken from the controller's condition when both agree on the status (the controller saw the
-    change first), else carried over from the previous evaluation while the status holds, else
-    ``now``: the first time the engine saw this status.
+    Taken from the controller's condition of the same type when both agree on the status (the
+    controller saw the change first), else carried over from the previous evaluation while the
+    status holds, else ``now``: the first time the engine saw this status. When the previous
+    evaluation's condition is equal to the result, that object is returned: nothing is rebuilt,
+    and comparing the new Result with the previous one stops at identity.
     """
     if c.last_transition_time is not None:
         return c
-    if obj.has_v1beta2_conditions:
-        reported = next((r for r in obj.conditions if r.type == c.type), None)
-        if reported is not None and reported.status is c.status and reported.last_transition_time:
-            return _at(c, reported.last_transition_time)
-    if previous is not None:
-        before = previous.computed_condition(c.type)
-        if before is not None and before.status is c.status and before.last_transition_time is not None:
-            return _at(c, before.last_transition_time)
-    return _at(c, now)
-
-
-def _at(c: Condition, when: float) -> Condition:
+    if reported is not None and reported.status is c.status and reported.last_transition_time:
+        when = reported.last_transition_time
+    elif before is not None and before.status is c.status and before.last_transition_time is not None:
+        when = before.last_transition_time
+    else:
+        when = now
+    if (
+        before is not None
+        and before.last_transition_time == when
+        and before.status is c.status
+        and before.reason == c.reason
+        and before.message == c.message
+        and before.observed_generation == c.observed_generation
+        and before.severity == c.severity
+    ):
+        return before
     return Condition(
         type=c.type,
         status=c.status,

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from exporter.engine.model import Base, Meta, OwnerRef
 from exporter.engine.parse_capi import CAPI_READERS, PAUSED_ANNOTATION, Reader, infra_machine_pool
-from exporter.engine.parse_fields import Fields, bounded, string_map
+from exporter.engine.parse_fields import Fields, bounded
 
 INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
 OCM_KINDS: Final = frozenset(
@@ -39,6 +39,7 @@ KEPT_LABEL_PREFIXES: Final = (
 )
 _MAX_LABELS: Final = 64
 _MAX_OWNERS: Final = 16
+_NO_MAP: Final[Mapping[str, Any]] = MappingProxyType({})
 
 
 def project(raw: Mapping[str, Any]) -> Base | None:
@@ -88,10 +89,17 @@ def _meta(raw: Mapping[str, Any], f: Fields) -> Meta | None:
     kind, name = f.str_(raw, "kind"), f.str_(raw, "metadata.name")
     if not kind or not name:
         return None
-    labels = {k: bounded(v, 63) for k, v in string_map(f, raw, "metadata.labels").items()
-              if k.startswith(KEPT_LABEL_PREFIXES)}
-    annotations = {k: bounded(v, 256) for k, v in string_map(f, raw, "metadata.annotations").items()
-                   if k in KEPT_ANNOTATIONS}
+    # One pass over each map, keeping only what the engine reads (string_map's rules, filtered).
+    labels: dict[str, str] = {}
+    for k, v in (f.mapping(raw, "metadata.labels") or _NO_MAP).items():
+        if isinstance(k, str) and isinstance(v, str) and k.startswith(KEPT_LABEL_PREFIXES):
+            labels[k] = bounded(v, 63)
+    annotations = {
+        k: bounded(v, 256) for k, v in (f.mapping(raw, "metadata.annotations") or _NO_MAP).items()
+        if k in KEPT_ANNOTATIONS and isinstance(v, str)
+    }
+    if len(labels) > _MAX_LABELS:
+        labels = dict(list(labels.items())[:_MAX_LABELS])
     return Meta(
         kind=kind,
         api_version=f.str_(raw, "apiVersion"),
@@ -102,7 +110,7 @@ def _meta(raw: Mapping[str, Any], f: Fields) -> Meta | None:
         generation=f.int_(raw, "metadata.generation"),
         creation_timestamp=f.time(raw, "metadata.creationTimestamp"),
         deletion_timestamp=f.time(raw, "metadata.deletionTimestamp"),
-        labels=MappingProxyType(dict(list(labels.items())[:_MAX_LABELS])),
+        labels=MappingProxyType(labels),
         annotations=MappingProxyType(annotations),
         owner_refs=_owner_refs(f, raw),
     )

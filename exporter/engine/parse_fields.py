@@ -26,6 +26,7 @@ _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 _MISSING: Final = object()
+_STATUSES: Final = {"True": Status.TRUE, "False": Status.FALSE, "Unknown": Status.UNKNOWN}
 
 
 class Fields:
@@ -44,14 +45,30 @@ class Fields:
     def get(self, obj: object, path: str) -> Any:
         """The value at a dotted path, or None when any step is missing or not an object."""
         current: Any = obj
-        for index, part in enumerate(_split(path)):
-            if current is None:
+        for part in _splits.get(path) or _split(path):
+            # Decoded JSON is plain dicts: one type test per step, the ABC check only for others.
+            if type(current) is dict:
+                current = current.get(part)
+            elif current is None:
                 return None
-            if not is_map(current):
-                self.problem(".".join(_split(path)[:index]), "object", current)
+            elif is_map(current):
+                current = current.get(part)
+            else:
+                self._not_an_object(obj, path)
                 return None
-            current = current.get(part)
         return current
+
+    def _not_an_object(self, obj: object, path: str) -> None:
+        """Record the step of ``path`` that is not an object (walked again: the rare path)."""
+        current: Any = obj
+        parts = _split(path)
+        for index, part in enumerate(parts):
+            if current is None:
+                return
+            if not is_map(current):
+                self.problem(".".join(parts[:index]), "object", current)
+                return
+            current = current.get(part)
 
     def mapping(self, obj: object, path: str) -> Mapping[str, Any] | None:
         value = self.get(obj, path)
@@ -69,9 +86,14 @@ class Fields:
     # ---- scalars ---------------------------------------------------------------------------
 
     def str_(self, obj: object, path: str) -> str:
-        return self.as_str(self.get(obj, path), path)
+        value = self.get(obj, path)
+        if type(value) is str:
+            return value if len(value) <= MAX_STRING else value[:MAX_STRING]
+        return self.as_str(value, path)
 
     def as_str(self, value: object, path: str) -> str:
+        if type(value) is str:
+            return value if len(value) <= MAX_STRING else value[:MAX_STRING]
         if value is None:
             return ""
         if not isinstance(value, str):
@@ -80,10 +102,14 @@ class Fields:
         return bounded(value)
 
     def int_(self, obj: object, path: str) -> int | None:
-        return self.as_int(self.get(obj, path), path)
+        value = self.get(obj, path)
+        if value is None or type(value) is int:  # not bool: type(True) is bool
+            return value
+        return self.as_int(value, path)
 
     def as_int(self, value: object, path: str) -> int | None:
-        if value is None:
+        if value is None or type(value) is int:
+            return value
             return None
         if isinstance(value, bool):
             self.problem(path, "integer", value)
@@ -97,8 +123,8 @@ class Fields:
 
     def bool_(self, obj: object, path: str) -> bool | None:
         value = self.get(obj, path)
-        if value is None:
-            return None
+        if value is None or value is True or value is False:
+            return value
         if not isinstance(value, bool):
             self.problem(path, "boolean", value)
             return None
@@ -110,7 +136,8 @@ class Fields:
     def as_time(self, value: object, path: str) -> float | None:
         if value is None:
             return None
-        parsed = parse_time(value)
+        exact = type(value) is str and 10 <= len(value) <= 64  # parse_time's own test, minus a call
+        parsed = _parse_rfc3339(value) if exact else parse_time(value)
         if parsed is None:
             self.problem(path, "RFC3339 time", value)
         return parsed
@@ -171,10 +198,13 @@ class Fields:
 
     def conditions(self, obj: object, path: str) -> tuple[Condition, ...]:
         """A list of conditions (metav1 or CAPI v1beta1); the first of each type wins."""
+        items = self.list_(obj, path)
+        if not items:
+            return ()
         result: list[Condition] = []
         seen: set[str] = set()
-        for item in self.list_(obj, path):
-            if not is_map(item):
+        for item in items:
+            if type(item) is not dict and not is_map(item):
                 self.problem(f"{path}[]", "object", item)
                 continue
             type_ = item.get("type")
@@ -184,22 +214,37 @@ class Fields:
             if type_ in seen:
                 continue
             seen.add(type_)
-            result.append(self._condition(item, f"{path}[{type_}]", bounded(type_, 316)))
+            result.append(self._condition(item, path, type_))
         return tuple(result)
 
-    def _condition(self, item: Mapping[str, Any], path: str, type_: str) -> Condition:
+    def _condition(self, item: Mapping[str, Any], list_path: str, raw_type: str) -> Condition:
+        # Every field is checked by exact type first; the general readers, and the field's path
+        # for the problem text, only run for values that are odd.
         status = item.get("status")
-        if status not in (None, "True", "False", "Unknown", True, False):
-            self.problem(f"{path}.status", "True|False|Unknown", status)
-        return Condition(
-            type=type_,
-            status=Status.parse(status),
-            reason=self.as_str(item.get("reason"), f"{path}.reason"),
-            message=self.as_str(item.get("message"), f"{path}.message"),
-            last_transition_time=self.as_time(item.get("lastTransitionTime"), f"{path}.lastTransitionTime"),
-            observed_generation=self.as_int(item.get("observedGeneration"), f"{path}.observedGeneration"),
-            severity=self.as_str(item.get("severity"), f"{path}.severity"),
-        )
+        parsed = _STATUSES.get(status) if type(status) is str else None
+        if parsed is None:
+            if status not in (None, "True", "False", "Unknown", True, False):
+                self.problem(f"{list_path}[{raw_type}].status", "True|False|Unknown", status)
+            parsed = Status.parse(status)
+        reason = item.get("reason", "")
+        if type(reason) is not str or len(reason) > MAX_STRING:
+            reason = self.as_str(reason, f"{list_path}[{raw_type}].reason")
+        message = item.get("message", "")
+        if type(message) is not str or len(message) > MAX_STRING:
+            message = self.as_str(message, f"{list_path}[{raw_type}].message")
+        when = item.get("lastTransitionTime")
+        if type(when) is str and 10 <= len(when) <= 64 and (seconds := _parse_rfc3339(when)) is not None:
+            when = seconds
+        else:
+            when = self.as_time(when, f"{list_path}[{raw_type}].lastTransitionTime")
+        generation = item.get("observedGeneration")
+        if generation is not None and type(generation) is not int:
+            generation = self.as_int(generation, f"{list_path}[{raw_type}].observedGeneration")
+        severity = item.get("severity", "")
+        if type(severity) is not str or len(severity) > MAX_STRING:
+            severity = self.as_str(severity, f"{list_path}[{raw_type}].severity")
+        type_ = raw_type if len(raw_type) <= 316 else raw_type[:316]
+        return Condition(type_, parsed, reason, message, when, generation, severity)
 
     def gates(self, obj: object, path: str) -> tuple[Gate, ...] | None:
         """availabilityGates / readinessGates; None when the field is unset (not when empty)."""
@@ -252,9 +297,18 @@ def is_map(value: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(value, (dict, Mapping))
 
 
-@lru_cache(maxsize=256)
+# Paths are literals of the readers (a few hundred): a plain dict beats an lru_cache call.
+_splits: dict[str, tuple[str, ...]] = {}
+_MAX_SPLITS: Final = 4096
+
+
 def _split(path: str) -> tuple[str, ...]:
-    return tuple(path.split("."))
+    parts = _splits.get(path)
+    if parts is None:
+        if len(_splits) >= _MAX_SPLITS:
+            _splits.clear()
+        parts = _splits[path] = tuple(path.split("."))
+    return parts
 
 
 def parse_time(value: object) -> float | None:
