@@ -70,11 +70,18 @@ async def test_burst_of_events_never_mixes_versions_and_deletions_vanish(aiohttp
     for c in range(CLUSTERS):
         sink.upsert(project(raw_cluster(f"c{c}")))
 
+    scraped = asyncio.Event()
+
     async def source() -> None:
         for version in range(1, VERSIONS + 1):
             for cluster, name in names:
                 sink.upsert(project(raw_md(cluster, name, version)))
                 await asyncio.sleep(0)
+            if version % 8 == 0:
+                # Bursts of 8 versions between scrapes: otherwise the whole burst can finish
+                # before the first scrape returns and the test would see no change at all.
+                scraped.clear()
+                await scraped.wait()
 
     async def eventually(check, timeout: float = 5.0) -> bool:
         deadline = asyncio.get_running_loop().time() + timeout
@@ -92,6 +99,7 @@ async def test_burst_of_events_never_mixes_versions_and_deletions_vanish(aiohttp
         while not writer.done() or scrapes < 3:
             text = await (await client.get("/metrics")).text()
             scrapes += 1
+            scraped.set()
             for name, versions in versions_by_object(text).items():
                 assert len(versions) == 1, f"{name} shows versions {sorted(versions)} in one scrape"
                 observed |= versions

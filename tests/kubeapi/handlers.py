@@ -53,7 +53,7 @@ class HandlersMixin:
                 return self._discovery(parts[1:])
             return await self._resource_request(request, parts[1], parts[2], parts[3:])
         except ApiError as e:
-            if "record" in request:
+            if _RECORD in request:
                 request[_RECORD].status = e.code
             headers = {"Retry-After": "1"} if e.code == 429 else None
             return self.json_response(e.status(), status=e.code, headers=headers)
