@@ -77,6 +77,10 @@ class Gate:
     negative: bool = False
 
 
+ObjectKey = tuple[str, str, str]
+"""(kind, namespace, name): the identity of an object in the store and in results."""
+
+
 @dataclass(frozen=True, slots=True)
 class Meta:
     """The metadata every projected object keeps."""
@@ -94,6 +98,12 @@ class Meta:
     # only the annotations the engine reads
     annotations: Mapping[str, str] = field(default_factory=_empty_map)
     owner_refs: tuple[OwnerRef, ...] = ()
+    # (kind, namespace, name), built once: the store indexes an object under its key several
+    # times, and a tuple per lookup would be a copy per index entry.
+    key: ObjectKey = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.kind, self.namespace, self.name))
 
     @property
     def deleting(self) -> bool:
@@ -103,10 +113,6 @@ class Meta:
     def api_version_short(self) -> str:
         """The version part of apiVersion: v1beta1, v1beta2, v1alpha1, v1."""
         return self.api_version.rsplit("/", 1)[-1]
-
-
-ObjectKey = tuple[str, str, str]
-"""(kind, namespace, name): the identity of an object in the store and in results."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +162,7 @@ class Base:
 
     @property
     def key(self) -> ObjectKey:
-        return (self.meta.kind, self.meta.namespace, self.meta.name)
+        return self.meta.key
 
     @property
     def has_v1beta2_conditions(self) -> bool:

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from exporter.engine.model import Base, Meta, OwnerRef
 from exporter.engine.parse_capi import CAPI_READERS, PAUSED_ANNOTATION, Reader, infra_machine_pool
-from exporter.engine.parse_fields import Fields, bounded
+from exporter.engine.parse_fields import Fields, bounded, recall, remember, shared_map, word
 
 INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
 OCM_KINDS: Final = frozenset(
@@ -89,42 +89,52 @@ def _meta(raw: Mapping[str, Any], f: Fields) -> Meta | None:
     kind, name = f.str_(raw, "kind"), f.str_(raw, "metadata.name")
     if not kind or not name:
         return None
-    # One pass over each map, keeping only what the engine reads (string_map's rules, filtered).
-    labels: dict[str, str] = {}
+    f.name = name
+    # One pass over each map, keeping only what the engine reads (string_map's rules, filtered),
+    # flattened so that equal maps of sibling objects are shared (see shared_map).
+    labels: list[str] = []
     for k, v in (f.mapping(raw, "metadata.labels") or _NO_MAP).items():
         if isinstance(k, str) and isinstance(v, str) and k.startswith(KEPT_LABEL_PREFIXES):
-            labels[k] = bounded(v, 63)
-    annotations = {
-        k: bounded(v, 256) for k, v in (f.mapping(raw, "metadata.annotations") or _NO_MAP).items()
-        if k in KEPT_ANNOTATIONS and isinstance(v, str)
-    }
-    if len(labels) > _MAX_LABELS:
-        labels = dict(list(labels.items())[:_MAX_LABELS])
+            labels += (k, bounded(v, 63))
+    annotations: list[str] = []
+    for k, v in (f.mapping(raw, "metadata.annotations") or _NO_MAP).items():
+        if k in KEPT_ANNOTATIONS and isinstance(v, str):
+            annotations += (k, bounded(v, 256))
+    namespace = f.str_(raw, "metadata.namespace")
+    # resourceVersion is not kept: nothing downstream reads it, and it is unique per object.
     return Meta(
-        kind=kind,
-        api_version=f.str_(raw, "apiVersion"),
-        namespace=f.str_(raw, "metadata.namespace"),
+        kind=word(kind),
+        api_version=f.word_(raw, "apiVersion"),
+        namespace=word(namespace) if namespace else "",
         name=name,
         uid=f.str_(raw, "metadata.uid"),
-        resource_version=f.str_(raw, "metadata.resourceVersion"),
         generation=f.int_(raw, "metadata.generation"),
         creation_timestamp=f.time(raw, "metadata.creationTimestamp"),
         deletion_timestamp=f.time(raw, "metadata.deletionTimestamp"),
-        labels=MappingProxyType(labels),
-        annotations=MappingProxyType(annotations),
+        labels=shared_map(labels[:2 * _MAX_LABELS]),
+        annotations=shared_map(annotations),
         owner_refs=_owner_refs(f, raw),
     )
 
 
 def _owner_refs(f: Fields, raw: object) -> tuple[OwnerRef, ...]:
-    refs = []
-    for item in f.list_(raw, "metadata.ownerReferences", _MAX_OWNERS):
+    items = f.list_(raw, "metadata.ownerReferences", _MAX_OWNERS)
+    if not items:
+        return ()
+    # The children of one owner carry the same references: read the fields, then share the tuple.
+    fields: list[Any] = ["owners"]
+    for item in items:
         if not isinstance(item, Mapping):
             f.problem("metadata.ownerReferences[]", "object", item)
             continue
-        refs.append(OwnerRef(kind=f.str_(item, "kind"), name=f.str_(item, "name"),
-                             api_version=f.str_(item, "apiVersion"), uid=f.str_(item, "uid"),
-                             controller=f.bool_(item, "controller") is True))
-    return tuple(refs)
-
-
+        fields += (f.str_(item, "kind"), f.str_(item, "name"), f.str_(item, "apiVersion"),
+                   f.str_(item, "uid"), f.bool_(item, "controller") is True)
+    key = tuple(fields)
+    found: tuple[OwnerRef, ...] | None = recall(key)
+    if found is None:
+        found = remember(key, tuple(
+            OwnerRef(kind=word(fields[i]), name=fields[i + 1], api_version=word(fields[i + 2]),
+                     uid=fields[i + 3], controller=fields[i + 4])
+            for i in range(1, len(fields), 5)
+        ))
+    return found

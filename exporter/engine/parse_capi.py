@@ -27,13 +27,17 @@ from exporter.engine.model import (
     Meta,
     RollingUpdate,
 )
-from exporter.engine.parse_fields import MAX_LIST, Fields, bounded, string_map
+from exporter.engine.parse_fields import MAX_LIST, Fields, bounded, recall, remember, shared_map, string_map
 
 CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
 PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
 CLUSTER_NAME_LABEL: Final = "cluster.x-k8s.io/cluster-name"
 _V1BETA1_VERSIONS: Final = frozenset({"v1beta1", "v1alpha4", "v1alpha3"})
+# status.nodeInfo keys kept on a Machine: those the capi_machine_info metric has labels for.
+NODE_INFO_KEYS: Final = frozenset(
+    {"containerRuntimeVersion", "kernelVersion", "kubeProxyVersion", "kubeletVersion", "osImage"}
+)
 
 
 def layout_of(meta: Meta, raw: Mapping[str, Any], f: Fields) -> str:
@@ -54,7 +58,7 @@ def _common(raw: Mapping[str, Any], meta: Meta, f: Fields, layout: str | None = 
         old = f.conditions(raw, "status.conditions")
     else:
         conditions, old = (), f.conditions(raw, "status.conditions")
-    cluster_name = meta.labels.get(CLUSTER_NAME_LABEL, "") or f.str_(raw, "spec.clusterName")
+    cluster_name = meta.labels.get(CLUSTER_NAME_LABEL, "") or f.word_(raw, "spec.clusterName")
     if not cluster_name:  # KCP carries neither: its Cluster owns it
         cluster_name = next((o.name for o in meta.owner_refs if o.kind == "Cluster"), "")
     return {
@@ -66,6 +70,21 @@ def _common(raw: Mapping[str, Any], meta: Meta, f: Fields, layout: str | None = 
         "observed_generation": f.int_(raw, "status.observedGeneration"),
         "paused_annotation": PAUSED_ANNOTATION in meta.annotations,
     }
+
+
+def counters(
+    desired: int | None = None,
+    replicas: int | None = None,
+    ready: int | None = None,
+    available: int | None = None,
+    up_to_date: int | None = None,
+) -> Counters:
+    """``Counters(...)``, one instance per distinct value: most objects of a fleet agree."""
+    key = ("counters", desired, replicas, ready, available, up_to_date)
+    found: Counters | None = recall(key)
+    if found is None:
+        found = remember(key, Counters(desired, replicas, ready, available, up_to_date))
+    return found
 
 
 def _v1beta2_counts(raw: Mapping[str, Any], layout: str, f: Fields, prefix: str = "status") -> Counters:
@@ -88,8 +107,8 @@ def _v1beta2_counts(raw: Mapping[str, Any], layout: str, f: Fields, prefix: str 
 
 def _failure(raw: Mapping[str, Any], layout: str, f: Fields) -> dict[str, Any]:
     base = "status.deprecated.v1beta1" if layout == "v1beta2" else "status"
-    return {"failure_reason": f.str_(raw, f"{base}.failureReason"),
-            "failure_message": f.str_(raw, f"{base}.failureMessage")}
+    return {"failure_reason": f.word_(raw, f"{base}.failureReason"),
+            "failure_message": f.word_(raw, f"{base}.failureMessage")}
 
 
 def _initialization(
@@ -109,11 +128,11 @@ def _cluster(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Cluster:
     layout = common["layout"]
     common["cluster_name"] = meta.name
     if layout == "v1beta2":
-        class_name = f.str_(raw, "spec.topology.classRef.name")
-        class_namespace = f.str_(raw, "spec.topology.classRef.namespace")
+        class_name = f.word_(raw, "spec.topology.classRef.name")
+        class_namespace = f.word_(raw, "spec.topology.classRef.namespace")
     else:
-        class_name = f.str_(raw, "spec.topology.class")
-        class_namespace = f.str_(raw, "spec.topology.classNamespace")
+        class_name = f.word_(raw, "spec.topology.class")
+        class_namespace = f.word_(raw, "spec.topology.classNamespace")
     at = {"v1beta2": "status", "v1beta1+v1beta2": "status.v1beta2"}.get(layout)
     return Cluster(
         **common,
@@ -122,7 +141,7 @@ def _cluster(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Cluster:
         infrastructure_ref=f.ref(raw, "spec.infrastructureRef"),
         topology_class=class_name,
         topology_class_namespace=class_namespace,
-        topology_version=f.str_(raw, "spec.topology.version"),
+        topology_version=f.word_(raw, "spec.topology.version"),
         availability_gates=f.gates(raw, "spec.availabilityGates"),
         control_plane_endpoint_host=f.str_(raw, "spec.controlPlaneEndpoint.host"),
         control_plane_endpoint_port=f.int_(raw, "spec.controlPlaneEndpoint.port"),
@@ -132,7 +151,7 @@ def _cluster(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Cluster:
                                                    "infrastructureReady"),
         control_plane_initialized=_initialization(raw, layout, f, "controlPlaneInitialized",
                                                   "controlPlaneReady"),
-        phase=f.str_(raw, "status.phase"),
+        phase=f.word_(raw, "status.phase"),
         reported_control_plane=_cluster_counters(raw, f"{at}.controlPlane", f) if at else None,
         reported_workers=_cluster_counters(raw, f"{at}.workers", f) if at else None,
     )
@@ -141,7 +160,7 @@ def _cluster(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Cluster:
 def _cluster_counters(raw: Mapping[str, Any], path: str, f: Fields) -> Counters | None:
     if f.mapping(raw, path) is None:
         return None
-    return Counters(
+    return counters(
         desired=f.int_(raw, f"{path}.desiredReplicas"),
         replicas=f.int_(raw, f"{path}.replicas"),
         ready=f.int_(raw, f"{path}.readyReplicas"),
@@ -158,9 +177,15 @@ def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
     common = _common(raw, meta, f)
     layout = common["layout"]
     labels = meta.labels
-    node_info = {k: bounded(v, 256) for k, v in string_map(f, raw, "status.nodeInfo").items()}
+    # Only the nodeInfo keys capi_machine_info exports (bootID, machineID, systemUUID are unique
+    # per Node and read by nothing); what is left is the same for every Machine of a pool.
+    node_info: list[str] = []
+    for k, v in string_map(f, raw, "status.nodeInfo").items():
+        if k in NODE_INFO_KEYS:
+            node_info += (k, bounded(v, 256))
+    # A Machine's Node and its Hostname address are usually named after the Machine.
     addresses = tuple(
-        (f.str_(a, "type"), f.str_(a, "address"))
+        (f.word_(a, "type"), _same(f.str_(a, "address"), meta.name))
         for a in f.list_(raw, "status.addresses", 32) if isinstance(a, Mapping)
     )
     return Machine(
@@ -171,9 +196,9 @@ def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
         deployment_name=labels.get("cluster.x-k8s.io/deployment-name", ""),
         set_name=labels.get("cluster.x-k8s.io/set-name", ""),
         pool_name=labels.get("cluster.x-k8s.io/pool-name", ""),
-        version=f.str_(raw, "spec.version"),
+        version=f.word_(raw, "spec.version"),
         provider_id=f.str_(raw, "spec.providerID"),
-        failure_domain=f.str_(raw, "spec.failureDomain"),
+        failure_domain=f.word_(raw, "spec.failureDomain"),
         min_ready_seconds=max(f.int_(raw, "spec.minReadySeconds") or 0, 0),
         readiness_gates=f.gates(raw, "spec.readinessGates") or (),
         bootstrap_ref=f.ref(raw, "spec.bootstrap.configRef"),
@@ -183,13 +208,18 @@ def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
                                                    "infrastructureReady"),
         bootstrap_data_secret_created=_initialization(raw, layout, f, "bootstrapDataSecretCreated",
                                                       "bootstrapReady"),
-        node_name=f.str_(raw, "status.nodeRef.name"),
-        node_info=MappingProxyType(dict(list(node_info.items())[:16])),
+        node_name=_same(f.str_(raw, "status.nodeRef.name"), meta.name),
+        node_info=shared_map(node_info),
         addresses=addresses,
-        phase=f.str_(raw, "status.phase"),
+        phase=f.word_(raw, "status.phase"),
         certificates_expiry=f.time(raw, "status.certificatesExpiryDate"),
         drain_start_time=f.time(raw, "status.deletion.nodeDrainStartTime"),
     )
+
+
+def _same(value: str, known: str) -> str:
+    """``known`` when equal to ``value``: one string object instead of two equal ones."""
+    return known if value == known else value
 
 
 def _machine_set(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachineSet:
@@ -200,10 +230,10 @@ def _machine_set(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachineSet:
         **common,
         deployment_name=meta.labels.get("cluster.x-k8s.io/deployment-name", ""),
         replicas=replicas,
-        version=f.str_(raw, "spec.template.spec.version"),
+        version=f.word_(raw, "spec.template.spec.version"),
         bootstrap_ref=f.ref(raw, "spec.template.spec.bootstrap.configRef"),
         infrastructure_ref=f.ref(raw, "spec.template.spec.infrastructureRef"),
-        reported=Counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
+        reported=counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
                           available=counts.available, up_to_date=counts.up_to_date),
     )
 
@@ -226,17 +256,17 @@ def _machine_deployment(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machin
         **common,
         replicas=replicas,
         spec_paused=f.bool_(raw, "spec.paused") is True,
-        strategy_type=f.str_(raw, f"{strategy}.type") or "RollingUpdate",
+        strategy_type=f.word_(raw, f"{strategy}.type") or "RollingUpdate",
         rolling_update=RollingUpdate(
             max_surge=f.int_or_percent(raw, f"{strategy}.rollingUpdate.maxSurge"),
             max_unavailable=f.int_or_percent(raw, f"{strategy}.rollingUpdate.maxUnavailable"),
         ),
         min_ready_seconds=max(min_ready or 0, 0),
-        version=f.str_(raw, "spec.template.spec.version"),
+        version=f.word_(raw, "spec.template.spec.version"),
         bootstrap_ref=f.ref(raw, "spec.template.spec.bootstrap.configRef"),
         infrastructure_ref=f.ref(raw, "spec.template.spec.infrastructureRef"),
-        phase=f.str_(raw, "status.phase"),
-        reported=Counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
+        phase=f.word_(raw, "status.phase"),
+        reported=counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
                           available=counts.available, up_to_date=up_to_date),
     )
 
@@ -266,11 +296,11 @@ def _kubeadm_control_plane(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Kub
     return KubeadmControlPlane(
         **common,
         replicas=replicas,
-        version=f.str_(raw, "spec.version"),
+        version=f.word_(raw, "spec.version"),
         max_surge=f.int_or_percent(raw, f"{surge}.rollingUpdate.maxSurge"),
         initialized=initialized,
         external_etcd=f.mapping(raw, "spec.kubeadmConfigSpec.clusterConfiguration.etcd.external") is not None,
-        reported=Counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
+        reported=counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
                           available=counts.available, up_to_date=counts.up_to_date),
         last_remediation_machine=f.str_(raw, "status.lastRemediation.machine"),
         last_remediation_time=remediation_time,
@@ -286,7 +316,7 @@ def _machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachinePool:
         **common,
         **_failure(raw, layout, f),
         replicas=replicas,
-        version=f.str_(raw, "spec.template.spec.version"),
+        version=f.word_(raw, "spec.template.spec.version"),
         failure_domains=f.str_list(raw, "spec.failureDomains", MAX_LIST),
         provider_id_list=f.str_list(raw, "spec.providerIDList"),
         bootstrap_ref=f.ref(raw, "spec.template.spec.bootstrap.configRef"),
@@ -298,8 +328,8 @@ def _machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachinePool:
         node_refs=f.names(raw, "status.nodeRefs"),
         v1beta1_ready_replicas=f.int_(raw, "status.deprecated.v1beta1.readyReplicas" if layout == "v1beta2"
                                       else "status.readyReplicas"),
-        phase=f.str_(raw, "status.phase"),
-        reported=Counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
+        phase=f.word_(raw, "status.phase"),
+        reported=counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
                           available=counts.available, up_to_date=counts.up_to_date),
     )
 

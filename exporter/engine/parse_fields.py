@@ -4,17 +4,24 @@ Owns how one field of a raw (JSON-decoded) object is read: navigation by dotted 
 checks, RFC3339 and Go-duration decoding, size bounds, and the ``problems`` list that records a
 field present with the wrong type. Every reader returns "missing" (None or an empty value)
 instead of raising. Owns no knowledge of kinds or layouts (that is ``parse.py``).
+
+Also owns the sharing of values that repeat across objects: ``word`` hands out one copy of each
+repeated string (condition types, reasons, messages, kinds, namespaces), ``recall``/``remember``
+one instance of each equal immutable value (label maps, owner references, counters). Decoded JSON
+gives every object its own copies, and a fleet's projections are mostly such repeats. Both tables
+are bounded and simply start over when full: sharing saves memory, nothing depends on it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Final, TypeGuard
+from types import MappingProxyType
+from typing import Any, Final, TypeGuard, TypeVar
 
-from exporter.engine.model import Condition, Gate, Ref, Status
+from exporter.engine.model import EMPTY_MAP, Condition, Gate, Ref, Status
 
 MAX_STRING: Final = 4096  # messages can be huge (stack traces); labels and names never need more
 MAX_PROBLEMS: Final = 16
@@ -28,12 +35,51 @@ _DURATION_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 
 _MISSING: Final = object()
 _STATUSES: Final = {"True": Status.TRUE, "False": Status.FALSE, "Unknown": Status.UNKNOWN}
 
+_T = TypeVar("_T")
+
+# Not sys.intern: interned strings are immortal on some CPython versions (3.12), and names,
+# uids and messages come and go with the fleet. A plain dict keeps the repeats alive only while
+# they are in it, and its size is bounded.
+MAX_WORDS: Final = 1 << 15
+MAX_SHARED: Final = 1 << 14
+_words: dict[str, str] = {}
+_shared: dict[Hashable, Any] = {}
+
+
+def word(value: str) -> str:
+    """The one copy of a string that repeats across objects (types, reasons, kinds, label values)."""
+    found = _words.get(value)
+    if found is None:
+        if len(_words) >= MAX_WORDS:
+            _words.clear()
+        _words[value] = found = value
+    return found
+
+
+def recall(key: Hashable) -> Any:
+    """The shared instance of a value remembered under ``key``, or None.
+
+    Keys identify a value completely and start with a tag naming its type: one table serves every
+    kind of shared value. Callers build the key from raw fields, so a hit skips building the value.
+    """
+    return _shared.get(key)
+
+
+def remember(key: Hashable, value: _T) -> _T:
+    """Share ``value`` under ``key`` from now on (see ``recall``); returns ``value``."""
+    if len(_shared) >= MAX_SHARED:
+        _shared.clear()
+    _shared[key] = value
+    return value
+
 
 class Fields:
     """Reads fields of one raw object, collecting a short description of every unreadable one."""
 
     def __init__(self, problems: list[str] | None = None) -> None:
         self.problems: list[str] = problems if problems is not None else []
+        # The object's own name, once known: fields equal to it (refs, node names) share its copy.
+        self.name = ""
 
     def problem(self, path: str, expected: str, value: object) -> None:
         text = f"{path or '<object>'}: expected {expected}, got {type(value).__name__}"
@@ -90,6 +136,11 @@ class Fields:
         if type(value) is str:
             return value if len(value) <= MAX_STRING else value[:MAX_STRING]
         return self.as_str(value, path)
+
+    def word_(self, obj: object, path: str) -> str:
+        """``str_`` for a field whose values repeat across objects (kinds, phases, versions): shared."""
+        value = self.str_(obj, path)
+        return word(value) if value else ""
 
     def as_str(self, value: object, path: str) -> str:
         if type(value) is str:
@@ -244,7 +295,9 @@ class Fields:
         if type(severity) is not str or len(severity) > MAX_STRING:
             severity = self.as_str(severity, f"{list_path}[{raw_type}].severity")
         type_ = raw_type if len(raw_type) <= 316 else raw_type[:316]
-        return Condition(type_, parsed, reason, message, when, generation, severity)
+        # Types, reasons and messages repeat across the fleet; the decoder made a copy per object.
+        return Condition(word(type_), parsed, reason and word(reason), message and word(message),
+                         when, generation, severity and word(severity))
 
     def gates(self, obj: object, path: str) -> tuple[Gate, ...] | None:
         """availabilityGates / readinessGates; None when the field is unset (not when empty)."""
@@ -261,7 +314,7 @@ class Fields:
                 self.problem(f"{path}[].conditionType", "string", type_)
                 continue
             polarity = self.str_(item, "polarity")
-            gates.append(Gate(condition_type=bounded(type_, 316), negative=polarity == "Negative"))
+            gates.append(Gate(condition_type=word(bounded(type_, 316)), negative=polarity == "Negative"))
         return tuple(gates)
 
     def ref(self, obj: object, path: str) -> Ref | None:
@@ -277,7 +330,27 @@ class Fields:
         if not group:
             api_version = self.str_(value, "apiVersion")
             group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-        return Ref(kind=kind, name=name, api_group=group, namespace=self.str_(value, "namespace"))
+        namespace = self.str_(value, "namespace")
+        # Refs usually name an object after their owner (a Machine's KubeadmConfig and DockerMachine).
+        if name == self.name:
+            name = self.name
+        return Ref(kind=word(kind), name=name, api_group=word(group),
+                   namespace=word(namespace) if namespace else "")
+
+
+def shared_map(flat: list[str]) -> Mapping[str, str]:
+    """A read-only string map from ``[k1, v1, k2, v2, ...]``, one instance per distinct content.
+
+    Sibling objects carry the same labels (cluster, deployment, set names) and Machines of one
+    pool the same node info, so most maps of a fleet are repeats.
+    """
+    if not flat:
+        return EMPTY_MAP
+    key = ("map", *flat)
+    found: Mapping[str, str] | None = _shared.get(key)
+    if found is None:
+        found = remember(key, MappingProxyType(dict(zip(flat[::2], flat[1::2], strict=True))))
+    return found
 
 
 def string_map(f: Fields, raw: object, path: str) -> dict[str, str]:

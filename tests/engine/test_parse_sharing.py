@@ -1,0 +1,151 @@
+"""Projections share what repeats across objects, and sharing never changes what is projected."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from exporter.engine import parse_fields
+from exporter.engine.model import EMPTY_MAP, Machine, MachineSet
+from exporter.engine.parse import project
+from exporter.engine.parse_capi import NODE_INFO_KEYS
+from exporter.engine.parse_fields import recall, remember, shared_map, word
+from exporter.metrics import capi
+
+T0 = "2024-05-01T10:00:00Z"
+CORE = "cluster.x-k8s.io"
+
+
+def machine_raw(name: str, set_name: str = "md-0-abc", node_uid: str = "u") -> dict[str, Any]:
+    # Every string is built afresh, as the JSON decoder does for each object.
+    decoded: dict[str, Any] = json.loads(json.dumps({
+        "apiVersion": f"{CORE}/v1beta2",
+        "kind": "Machine",
+        "metadata": {
+            "name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": "42",
+            "labels": {"cluster.x-k8s.io/cluster-name": "c1", "cluster.x-k8s.io/deployment-name": "md-0",
+                       "cluster.x-k8s.io/set-name": set_name, "app": "ignored"},
+            "ownerReferences": [{"apiVersion": f"{CORE}/v1beta2", "kind": "MachineSet", "name": set_name,
+                                 "uid": "set-uid", "controller": True}],
+        },
+        "spec": {
+            "clusterName": "c1", "version": "v1.33.1", "failureDomain": "fd1",
+            "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfig",
+                                        "name": name}},
+            "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachine",
+                                  "name": name},
+        },
+        "status": {
+            "phase": "Running",
+            "nodeRef": {"name": name},
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"},
+                          {"type": "Hostname", "address": name}],
+            "nodeInfo": {"kubeletVersion": "v1.33.1", "osImage": "Ubuntu", "bootID": node_uid,
+                         "machineID": node_uid, "architecture": "amd64"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "fine",
+                            "lastTransitionTime": T0, "observedGeneration": 1}],
+            "deprecated": {"v1beta1": {"conditions": [{"type": "Ready", "status": "True",
+                                                       "lastTransitionTime": T0}]}},
+        },
+    }))
+    return decoded
+
+
+def machines() -> tuple[Machine, Machine]:
+    a, b = project(machine_raw("m-1", node_uid="n1")), project(machine_raw("m-2", node_uid="n2"))
+    assert isinstance(a, Machine) and isinstance(b, Machine)
+    return a, b
+
+
+def test_repeated_strings_are_one_object() -> None:
+    a, b = machines()
+    assert a.meta.kind is b.meta.kind
+    assert a.meta.api_version is b.meta.api_version
+    assert a.meta.namespace is b.meta.namespace
+    assert a.cluster_name is b.cluster_name
+    assert a.phase is b.phase and a.version is b.version and a.failure_domain is b.failure_domain
+    ca, cb = a.conditions[0], b.conditions[0]
+    assert ca.type is cb.type and ca.reason is cb.reason and ca.message is cb.message
+    assert a.bootstrap_ref is not None and b.bootstrap_ref is not None
+    assert a.bootstrap_ref.kind is b.bootstrap_ref.kind
+    assert a.bootstrap_ref.api_group is b.bootstrap_ref.api_group
+
+
+def test_names_equal_to_the_object_name_share_it() -> None:
+    a, _ = machines()
+    assert a.bootstrap_ref is not None and a.infrastructure_ref is not None
+    assert a.bootstrap_ref.name is a.meta.name
+    assert a.infrastructure_ref.name is a.meta.name
+    assert a.node_name is a.meta.name
+    assert dict(a.addresses)["Hostname"] is a.meta.name
+
+
+def test_equal_maps_owner_refs_and_counters_are_shared() -> None:
+    a, b = machines()
+    assert a.meta.labels is b.meta.labels
+    assert a.meta.owner_refs is b.meta.owner_refs
+    assert a.node_info is b.node_info  # the per-Node ids are not kept, so the rest is equal
+    assert a.meta.annotations is EMPTY_MAP
+    c = project(machine_raw("m-3", set_name="md-0-other"))
+    assert c is not None and c.meta.labels is not a.meta.labels
+    assert c.meta.labels["cluster.x-k8s.io/set-name"] == "md-0-other"
+    raw_set = {"apiVersion": f"{CORE}/v1beta2", "kind": "MachineSet",
+               "metadata": {"name": "s", "namespace": "ns"}, "spec": {"replicas": 3},
+               "status": {"replicas": 3, "readyReplicas": 3, "availableReplicas": 3, "upToDateReplicas": 3}}
+    s1, s2 = project(copy.deepcopy(raw_set)), project(json.loads(json.dumps(raw_set)))
+    assert isinstance(s1, MachineSet) and isinstance(s2, MachineSet)
+    assert s1.reported is s2.reported
+
+
+def test_sharing_changes_no_value() -> None:
+    a, _ = machines()
+    again = project(machine_raw("m-1", node_uid="n1"))
+    assert again == a
+    assert dict(a.meta.labels) == {"cluster.x-k8s.io/cluster-name": "c1",
+                                   "cluster.x-k8s.io/deployment-name": "md-0",
+                                   "cluster.x-k8s.io/set-name": "md-0-abc"}
+    assert [(o.kind, o.name, o.api_version, o.uid, o.controller) for o in a.meta.owner_refs] == [
+        ("MachineSet", "md-0-abc", f"{CORE}/v1beta2", "set-uid", True)]
+    assert a.conditions[0].message == "fine"
+    assert a.meta.resource_version == ""  # read by nothing, unique per object: not kept
+
+
+def test_node_info_keeps_what_the_machine_info_metric_exports() -> None:
+    a, _ = machines()
+    assert dict(a.node_info) == {"kubeletVersion": "v1.33.1", "osImage": "Ubuntu"}
+    assert set(capi._NODE_INFO) <= NODE_INFO_KEYS
+
+
+def test_key_is_built_once() -> None:
+    a, _ = machines()
+    assert a.key == ("Machine", "ns", "m-1")
+    assert a.key is a.key is a.meta.key
+
+
+@pytest.fixture
+def small_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parse_fields, "MAX_WORDS", 4)
+    monkeypatch.setattr(parse_fields, "MAX_SHARED", 4)
+    monkeypatch.setattr(parse_fields, "_words", {})
+    monkeypatch.setattr(parse_fields, "_shared", {})
+
+
+@pytest.mark.usefixtures("small_tables")
+def test_tables_are_bounded() -> None:
+    for i in range(50):
+        assert word(f"w{i}") == f"w{i}"
+        assert remember(("t", i), i) == i
+        assert shared_map(["k", str(i)])["k"] == str(i)
+    assert len(parse_fields._words) <= 4
+    assert len(parse_fields._shared) <= 4
+    assert recall(("t", 49)) is None or recall(("t", 49)) == 49
+    assert shared_map([]) is EMPTY_MAP
+
+
+@pytest.mark.usefixtures("small_tables")
+def test_projection_is_the_same_when_the_tables_start_over() -> None:
+    first = [project(machine_raw(f"m-{i}")) for i in range(10)]
+    assert first == [project(machine_raw(f"m-{i}")) for i in range(10)]
