@@ -1,16 +1,20 @@
 """The HTTP server: ``/metrics``, ``/healthz``, ``/readyz`` (aiohttp).
 
 Owns request handling: basic auth from the web config, taking a renderer snapshot on the event
-loop (so each object's series are consistent), building the buckets changed since the last
-scrape in a worker thread (so a large scrape never blocks event handling), streaming the body as
-its list of parts (raw text, or gzip members that concatenate to one gzip stream) without ever
-joining it, the text-format Content-Type, and recording the scrape's duration and size. Probes
-are not behind authentication so kubelets can reach them. Owns no knowledge of kinds or metric names.
+loop (so each object's series are consistent), building the gzip members of the buckets changed
+since the last scrape in a worker thread (so a large scrape never blocks event handling),
+streaming the body as its parts (gzip members that concatenate to one gzip stream, or raw bucket
+texts joined one at a time as they are written) without ever joining it, the text-format
+Content-Type, and recording the scrape's duration and size. Probes are not behind authentication
+so kubelets can reach them. Owns no knowledge of kinds or metric names.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -24,6 +28,7 @@ from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.webconfig import WebConfig
 
 WRITE_CHUNK = 1 << 16  # small parts are joined up to this before a write, to save syscalls
+SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a scrape builds gzip members
 
 LANDING = b"""<html><head><title>fleet-status-exporter</title></head><body>
 <h1>fleet-status-exporter</h1><p><a href="/metrics">Metrics</a></p></body></html>
@@ -48,8 +53,14 @@ def _accepts_gzip(request: web.Request) -> bool:
     return False
 
 
-async def _body(renderer: Renderer, exposition: Exposition, gzip: bool) -> tuple[list[bytes], int]:
-    """The body's parts and its uncompressed size; the snapshot is taken now, on the loop."""
+async def _body(renderer: Renderer, exposition: Exposition, gzip: bool) -> tuple[Iterable[bytes], int, int]:
+    """The body's parts, its length on the wire and its uncompressed size; the snapshot is taken now.
+
+    Gzip: the members of buckets changed since the last scrape are built in a worker thread, then
+    kept. Raw: nothing is built ahead; each bucket's text is joined when the write reaches it, so
+    a raw scrape never holds more than a bucket's text beyond the cache (raw is the fallback:
+    Prometheus asks for gzip).
+    """
     snap = renderer.snapshot()
     tail = selfmetrics.render(
         exposition.stats,
@@ -57,18 +68,47 @@ async def _body(renderer: Renderer, exposition: Exposition, gzip: bool) -> tuple
         rendered_objects=renderer.renders,
         cached_objects=len(renderer),
     )
+    size = snap.size + len(tail)
+    if not gzip:
+        return itertools.chain(snap.texts(), (tail,)), size, size
 
     def build() -> list[bytes]:
-        parts = snap.parts(gzip)
-        parts.append(gzip_member(tail) if gzip else tail)
+        parts = snap.parts(gzip=True)
+        parts.append(gzip_member(tail))
         return parts
 
-    parts = await asyncio.to_thread(build)
+    with _prompt_gil_handoff():
+        parts = await asyncio.to_thread(build)
     renderer.commit(snap)
-    return parts, snap.size + len(tail)
+    return parts, sum(map(len, parts)), size
 
 
-def _chunks(parts: list[bytes], size: int = WRITE_CHUNK) -> Iterator[bytes]:
+_handoffs = 0  # builds in flight (event loop thread only)
+_default_switch_interval = sys.getswitchinterval()
+
+
+@contextlib.contextmanager
+def _prompt_gil_handoff() -> Iterator[None]:
+    """A short GIL switch interval while a worker builds members.
+
+    Each compression releases the GIL; to take it back, the worker waits for the switch interval
+    (5 ms by default) whenever the loop thread is busy evaluating. With hundreds of dirty buckets
+    that waiting, not the compression, made scrapes under churn take seconds (2.5 s instead of
+    45 ms for 233 buckets in a microbenchmark with a busy loop thread; ~0.1 s at 0.5 ms).
+    """
+    global _handoffs
+    if _handoffs == 0:
+        sys.setswitchinterval(min(SWITCH_INTERVAL, _default_switch_interval))
+    _handoffs += 1
+    try:
+        yield
+    finally:
+        _handoffs -= 1
+        if _handoffs == 0:
+            sys.setswitchinterval(_default_switch_interval)
+
+
+def _chunks(parts: Iterable[bytes], size: int = WRITE_CHUNK) -> Iterator[bytes]:
     """The parts, with runs of small ones (headers, small buckets) joined: one write per ~``size``."""
     pending: list[bytes] = []
     pending_size = 0
@@ -103,7 +143,7 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web
             return unauthorized()
         started = time.perf_counter()
         gzip = _accepts_gzip(request)
-        parts, size = await _body(exposition.renderer, exposition, gzip)
+        parts, length, size = await _body(exposition.renderer, exposition, gzip)
         exposition.stats.last_scrape_duration = time.perf_counter() - started
         exposition.stats.last_scrape_bytes = size
         # Content-Type is set by hand: aiohttp's content_type= would drop the version parameter.
@@ -111,11 +151,12 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web
         if gzip:
             headers["Content-Encoding"] = "gzip"
         response = web.StreamResponse(headers=headers)
-        response.content_length = sum(len(p) for p in parts)
+        response.content_length = length
         await response.prepare(request)
         for chunk in _chunks(parts):
             # write() waits for the transport to drain past its limit, so the body is sent
-            # piece by piece, never copied into one bytes object.
+            # piece by piece, never copied into one bytes object (raw parts are even joined
+            # only here, one bucket at a time).
             await response.write(chunk)
         await response.write_eof()
         return response

@@ -1,5 +1,5 @@
 """The renderer: per-object fragments, effective conditions, contiguous families, bucket cache reuse,
-gzip members, snapshot consistency, removal."""
+buckets that split as families grow, gzip members, snapshot consistency (copy on write), removal."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from exporter.engine.model import (
     Result,
     Status,
 )
-from exporter.metrics.renderer import BUCKETS, Renderer, bucket_of, render_fleet
+from exporter.metrics.renderer import Renderer, key_hash, render_fleet
 
 T, F, U = Status.TRUE, Status.FALSE, Status.UNKNOWN
 GROUP = ("capi", "ns", "c1")
@@ -156,23 +156,80 @@ def fleet(renderer: Renderer, n: int) -> list[Machine]:
     return objs
 
 
+def lines(body: bytes) -> list[bytes]:
+    return sorted(body.splitlines())
+
+
+def test_buckets_split_as_a_family_grows_and_hold_about_bucket_bytes():
+    small, one = Renderer(bucket_bytes=2048), Renderer(bucket_bytes=1 << 30)
+    objs = fleet(small, 200)
+    fleet(one, 200)
+    assert lines(small.render_body()) == lines(one.render_body())
+    assert gzip.decompress(small.render_gzip()) == small.render_body()
+    info = small._families[small._index["capi_machine_info"]]
+    assert len(info.buckets) == -(-info.size // 2048), "as many buckets as the text needs, no more"
+    assert all(b.fragments for b in info.buckets), "the hash spreads objects over every bucket"
+    assert max(b.size for b in info.buckets) < 4 * 2048
+    for b in info.buckets:  # each object is in the bucket its hash addresses
+        assert all(info.bucket(key_hash(k)) is b for k in b.fragments)
+    assert small.buckets() > one.buckets() == len(one.snapshot()._families)
+    small.update_group(GROUP, [(m, result(m, phase="Running")) for m in objs[:50]])
+    one.update_group(GROUP, [(m, result(m, phase="Running")) for m in objs[:50]])
+    assert lines(small.render_body()) == lines(one.render_body())
+    assert gzip.decompress(small.render_gzip()) == small.render_body()
+
+
 def test_a_change_rebuilds_only_the_buckets_of_the_changed_object():
-    renderer = Renderer()
+    renderer = Renderer(bucket_bytes=2048)
     objs = fleet(renderer, 200)
-    assert len({bucket_of(m.key) for m in objs}) > BUCKETS // 2, "objects should spread over buckets"
     renderer.render_gzip()
     changed = replace(objs[7], version="v1.31.0")
     renderer.update_group(GROUP, [(changed, result(changed, phase="Running")), *(
         (m, result(m, phase="Running")) for m in objs if m is not objs[7])])
     snap = renderer.snapshot()
-    dirty = [p for _, p in snap.pieces() if p.text is None]
+    dirty = [p for _, p in snap.pieces() if p.gz is None]
     assert dirty, "the changed object's buckets must be rebuilt"
-    families_with_lines = sum(1 for _, p in snap.pieces() if changed.key in p.bucket.fragments)
-    assert len(dirty) <= families_with_lines
-    assert all(changed.key in p.bucket.fragments for p in dirty)
+    assert len(dirty) < len(list(snap.pieces())) // 4, "only the changed object's buckets are dirty"
+    assert all(changed.key in p.fragments for p in dirty)
     snap.parts(gzip=True)
     renderer.commit(snap)
     assert not list(renderer.snapshot().pieces()), "every family cached again"
+
+
+def test_a_snapshot_is_never_copied_and_changes_after_it_copy_only_their_bucket():
+    renderer = Renderer(bucket_bytes=2048)
+    objs = fleet(renderer, 100)
+    renderer.render_gzip()
+    snap = renderer.snapshot()
+    before = b"".join(snap.texts())
+    changed = replace(objs[3], version="v1.31.0")
+    renderer.update_group(GROUP, [(changed, result(changed, phase="Running")), *(
+        (m, result(m, phase="Running")) for m in objs[4:])])  # drops m0..m2
+    assert b"".join(snap.texts()) == before, "a snapshot's buckets are never mutated"
+    assert len(before) == snap.size
+    info = renderer._families[renderer._index["capi_machine_info"]]
+    shared = sum(1 for b in info.buckets if any(b.fragments is d for d in info_fragments(snap, renderer)))
+    assert shared >= len(info.buckets) - 4, "buckets no change touched are still shared with the snapshot"
+    body = renderer.render_body()
+    assert value(body, "capi_machine_info", name="m3", version="v1.31.0") == 1
+    assert b'name="m0"' not in body and b'name="m0"' in before
+
+
+def info_fragments(snap, renderer: Renderer) -> list[dict]:
+    i = renderer._index["capi_machine_info"]
+    family = dict(snap._families)[i]
+    return list(family.fragments) if hasattr(family, "members") else [p.fragments for p in family]
+
+
+def test_raw_text_is_joined_one_bucket_at_a_time():
+    renderer = Renderer(bucket_bytes=2048)
+    fleet(renderer, 200)
+    renderer.render_gzip()
+    snap = renderer.snapshot()
+    texts = snap.texts()
+    first = [next(texts) for _ in range(3)]
+    assert all(len(t) < 4 * 2048 for t in first), "a bucket's text, not the body"
+    assert sum(map(len, first)) + sum(map(len, texts)) == snap.size
 
 
 def members(data: bytes) -> list[bytes]:
@@ -187,13 +244,14 @@ def members(data: bytes) -> list[bytes]:
 
 
 def test_gzip_body_is_a_stream_of_members_that_decodes_to_the_raw_body():
-    renderer = Renderer()
+    renderer = Renderer(bucket_bytes=2048)
     objs = fleet(renderer, 100)
     for _ in range(2):  # cold, then from the cache
         raw, gz = renderer.render_body(), renderer.render_gzip()
         assert gzip.decompress(gz) == raw
         decoded = members(gz)
-        assert len(decoded) > len(renderer.families) // 4, "one member per header and per bucket"
+        headers = len(renderer.snapshot()._families)
+        assert len(decoded) == headers + renderer.buckets(), "one member per header and per bucket"
         assert b"".join(decoded) == raw
     changed = replace(objs[0], version="v1.31.0")
     renderer.update_group(GROUP, [(changed, result(changed, phase="Running")), *(

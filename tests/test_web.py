@@ -7,6 +7,7 @@ import gzip
 import shutil
 import ssl
 import subprocess
+import sys
 import zlib
 
 import aiohttp
@@ -161,3 +162,17 @@ async def test_tls_from_web_config(tmp_path, unused_tcp_port):
                 await session.get(f"http://127.0.0.1:{unused_tcp_port}/metrics")
     finally:
         await runner.cleanup()
+
+
+async def test_raw_body_is_streamed_with_its_length_and_the_switch_interval_is_restored(aiohttp_client):
+    exp = exposition([True])
+    client = await aiohttp_client(make_app(exp))
+    interval = sys.getswitchinterval()
+    for encoding in ("identity", "gzip", "identity"):
+        resp = await client.get("/metrics", headers={"Accept-Encoding": encoding}, auto_decompress=False)
+        data = await resp.read()
+        assert int(resp.headers["Content-Length"]) == len(data)
+        body = gzip.decompress(data) if encoding == "gzip" else data
+        assert body.startswith(exp.renderer.render_body())
+        assert exp.stats.last_scrape_bytes == len(body)
+        assert sys.getswitchinterval() == interval
