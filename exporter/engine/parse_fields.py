@@ -41,7 +41,7 @@ _T = TypeVar("_T")
 # uids and messages come and go with the fleet. A plain dict keeps the repeats alive only while
 # they are in it, and its size is bounded.
 MAX_WORDS: Final = 1 << 15
-MAX_SHARED: Final = 1 << 14
+MAX_SHARED: Final = 1 << 16
 _words: dict[str, str] = {}
 _shared: dict[Hashable, Any] = {}
 
@@ -80,6 +80,7 @@ class Fields:
         self.problems: list[str] = problems if problems is not None else []
         # The object's own name, once known: fields equal to it (refs, node names) share its copy.
         self.name = ""
+        self._generation: int | None = None  # the last condition's observedGeneration
 
     def problem(self, path: str, expected: str, value: object) -> None:
         text = f"{path or '<object>'}: expected {expected}, got {type(value).__name__}"
@@ -291,6 +292,12 @@ class Fields:
         generation = item.get("observedGeneration")
         if generation is not None and type(generation) is not int:
             generation = self.as_int(generation, f"{list_path}[{raw_type}].observedGeneration")
+        elif generation == self._generation:
+            # Every condition of an object usually carries the same generation, and ints above
+            # 256 are an object per occurrence in decoded JSON.
+            generation = self._generation
+        else:
+            self._generation = generation
         severity = item.get("severity", "")
         if type(severity) is not str or len(severity) > MAX_STRING:
             severity = self.as_str(severity, f"{list_path}[{raw_type}].severity")

@@ -38,7 +38,7 @@ from exporter.engine.model import (
     PlacementSummary,
     RolloutSummary,
 )
-from exporter.engine.parse_fields import MAX_ID_LIST, Fields, bounded
+from exporter.engine.parse_fields import MAX_ID_LIST, Fields, bounded, word
 
 OWNER_LABEL: Final = "work.open-cluster-management.io/manifestworkreplicaset"
 PLACEMENT_LABEL: Final = "work.open-cluster-management.io/placementname"
@@ -206,7 +206,8 @@ def _manifest_work(raw: Mapping[str, Any], meta: Meta, f: Fields) -> ManifestWor
         conditions=f.conditions(raw, "status.conditions"),
         owner=meta.labels.get(OWNER_LABEL, ""),
         placement_name=meta.labels.get(PLACEMENT_LABEL, ""),
-        spec_hash=spec_hash(spec, f) if spec is not None else "",
+        # The ManifestWorks of one MWRS carry the same spec: one copy of its hash.
+        spec_hash=word(spec_hash(spec, f)) if spec is not None else "",
     )
 
 
@@ -236,7 +237,7 @@ def _placement_decision(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Placem
     for item in f.list_(raw, "status.decisions", MAX_ID_LIST):
         name = item.get("clusterName") if isinstance(item, Mapping) else None
         if isinstance(name, str) and name:
-            clusters.append(bounded(name, 253))
+            clusters.append(word(bounded(name, 253)))  # every placement names the same clusters
         else:
             f.problem("status.decisions[].clusterName", "string", name)
     return PlacementDecision(meta=meta, placement_name=placement, cluster_names=tuple(clusters))
