@@ -303,8 +303,12 @@ class Fields:
             severity = self.as_str(severity, f"{list_path}[{raw_type}].severity")
         type_ = raw_type if len(raw_type) <= 316 else raw_type[:316]
         # Types, reasons and messages repeat across the fleet; the decoder made a copy per object.
-        return Condition(word(type_), parsed, reason and word(reason), message and word(message),
-                         when, generation, severity and word(severity))
+        # The table is read inline (a hit is the common case); word() only adds what is missing.
+        words = _words
+        return Condition(words.get(type_) or word(type_), parsed,
+                         reason and (words.get(reason) or word(reason)),
+                         message and (words.get(message) or word(message)), when, generation,
+                         severity and (words.get(severity) or word(severity)))
 
     def gates(self, obj: object, path: str) -> tuple[Gate, ...] | None:
         """availabilityGates / readinessGates; None when the field is unset (not when empty)."""
