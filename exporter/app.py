@@ -1,8 +1,9 @@
 """The composition root: wires a source, the store, the engine, the renderer and the server.
 
 Owns the evaluation loop (take the groups changed since the last pass after a short debounce,
-evaluate them, hand the results to the renderer; re-evaluate everything periodically because
-time-dependent rules change with the clock alone), start-up and graceful shutdown on SIGTERM or
+evaluate them, hand the results to the renderer; re-render objects changed only in fields no rule
+reads with their previous Result; re-evaluate everything periodically because time-dependent rules
+change with the clock alone), start-up and graceful shutdown on SIGTERM or
 SIGINT, readiness, and the adapters that turn each source's plain counters into self-metrics.
 The only module that knows every layer; it holds no business rule.
 """
@@ -14,14 +15,14 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from aiohttp import web
 
 from exporter import __version__, webconfig
 from exporter.config import Config, ConfigError
-from exporter.engine.evaluate import evaluate_group
+from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
 from exporter.engine.model import Base, ObjectKey, Result
 from exporter.logging_setup import setup as setup_logging
@@ -85,19 +86,28 @@ class Pipeline:
         self.store, self.sink, self.renderer, self.stats, self.keep = store, sink, renderer, stats, keep
         self.previous: dict[ObjectKey, Result] = {}
         self._members: dict[GroupKey, list[ObjectKey]] = {}
+        # Per Cluster API group, what its last evaluation leaves for the next (engine-owned data).
+        self._memos: dict[GroupKey, Memo] = {}
         self.passes = 0
+        self.clock: Callable[[], float] = time.time  # the engine's ``now``; tests set their own
         self.source_synced: Callable[[], bool] = lambda: True
         # Ready once everything the source had listed when it reported sync has been evaluated.
         self.ready = False
 
     def evaluate_group(self, key: GroupKey, now: float) -> None:
         group = self.store.build(key)
-        for old in self._members.pop(key, ()):
-            self.previous.pop(old, None)
+        members = self._members.pop(key, [])
         if group is None:
+            for old in members:
+                self.previous.pop(old, None)
+            self._memos.pop(key, None)
             self.renderer.remove_group(key)
             return
-        results = evaluate_group(group, self.previous, now)
+        # ``previous`` still holds this group's last Results: computed conditions carry their
+        # transition times over from them while their status holds.
+        results, memo = evaluate_group_reusing(group, self.previous, now, self._memos.get(key))
+        if memo is not None:
+            self._memos[key] = memo
         items: list[tuple[Base, Result]] = []
         for result in results:
             obj = self.store.get(result.key)
@@ -105,11 +115,46 @@ class Pipeline:
                 items.append((obj, result))
                 self.previous[result.key] = result
         self._members[key] = [r.key for r in results]
+        for old in set(members).difference(self._members[key]):
+            self.previous.pop(old, None)
         self.renderer.update_group(key, items)
 
-    async def run_pass(self, groups: set[GroupKey]) -> None:
+    def render_exported(self, exported: Mapping[ObjectKey, GroupKey], evaluated: set[GroupKey],
+                        now: float) -> None:
+        """Re-render objects changed in export-only fields, each with its previous Result.
+
+        No rule reads those fields, so evaluating their groups again would give every object the
+        Result it has (the store's state is what the last evaluation of the group saw, but for
+        fields no rule reads). A group evaluated in this pass anyway is left to that evaluation;
+        a group whose previous Results are incomplete is evaluated.
+        """
+        by_group: dict[GroupKey, list[ObjectKey]] = {}
+        for key, group in exported.items():
+            if group not in evaluated:
+                by_group.setdefault(group, []).append(key)
+        for group, keys in by_group.items():
+            members = self._members.get(group, [])
+            items: list[tuple[Base, Result]] = []
+            for key in members:
+                obj, result = self.store.get(key), self.previous.get(key)
+                if obj is None or result is None:
+                    break
+                items.append((obj, result))
+            else:
+                if items and set(keys) <= set(members):
+                    self.renderer.update_group(group, items)
+                    continue
+            self.evaluate_group(group, now)
+
+    async def run_pass(
+        self, groups: set[GroupKey], exported: Mapping[ObjectKey, GroupKey] | None = None
+    ) -> None:
         started = time.perf_counter()
-        now = time.time()
+        now = self.clock()
+        if exported:
+            # Before the first yield: the previous Results match the store as taken only until
+            # the source's next update.
+            self.render_exported(exported, groups, now)
         slice_started = started
         for key in sorted(groups):
             self.evaluate_group(key, now)
@@ -129,11 +174,12 @@ class Pipeline:
             await asyncio.sleep(debounce)
             synced = self.source_synced()
             groups = self.store.take_dirty()
+            exported = self.store.take_exported()
             if time.monotonic() >= next_resync:
                 next_resync = time.monotonic() + resync
                 groups |= set(self.store.all_groups())
-            if groups:
-                await self.run_pass(groups)
+            if groups or exported:
+                await self.run_pass(groups, exported)
             self.ready = self.ready or synced
 
 

@@ -2,8 +2,11 @@
 
 Owns the sink the sources write into (``replace`` / ``upsert`` / ``delete``), the atomic
 replacement of one kind's contents after a relist (objects missing from the new list are
-deleted), shard filtering of groups, and the set of dirty groups the evaluation loop takes. Owns
-no I/O and no evaluation; indexing lives in ``exporter.engine.grouping.FleetIndex``.
+deleted), shard filtering of groups, and what changed since the evaluation loop last asked: the
+dirty groups, and the objects whose update changed only fields no rule reads (those need
+re-rendering, not evaluation; ``exporter.engine.rule_inputs`` says which fields). An update equal
+to the stored projection changes nothing. Owns no I/O and no evaluation; indexing lives in
+``exporter.engine.grouping.FleetIndex``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Callable, Iterable
 from exporter.engine.evaluate_types import Group
 from exporter.engine.grouping import FleetIndex, GroupKey
 from exporter.engine.model import Base, ObjectKey
+from exporter.engine.rule_inputs import export_only_change
 
 
 def keep_all(_: GroupKey) -> bool:
@@ -22,18 +26,39 @@ def keep_all(_: GroupKey) -> bool:
 class Store:
     """Projections keyed by (kind, namespace, name), with change tracking by group."""
 
-    def __init__(self, *, keep: Callable[[GroupKey], bool] = keep_all) -> None:
+    def __init__(
+        self, *, keep: Callable[[GroupKey], bool] = keep_all,
+        export_only: Callable[[Base, Base], bool] = export_only_change,
+    ) -> None:
         self._index = FleetIndex()
         self._dirty: set[GroupKey] = set()
+        # Objects updated in export-only fields since the last take, with their group.
+        self._exported: dict[ObjectKey, GroupKey] = {}
+        self._export_only = export_only
         self._keep = keep
         self.generation = 0  # bumped on every change; lets waiters tell "something happened"
 
     # ---- the sink sources write into ------------------------------------------------------------
 
     def upsert(self, obj: Base) -> None:
+        old = self._index.get(obj.key)
+        if old is not None:
+            # API servers send many updates that change nothing projected (resourceVersion,
+            # managedFields, annotations nobody reads): those cost a comparison, nothing more.
+            if old == obj:
+                return
+            if self._export_only(old, obj):
+                group = self._index.swap(obj)
+                if group is not None:
+                    self._exported[obj.key] = group
+                    self.generation += 1
+                    return
+        # Its group is dirty now: the evaluation renders it, whatever came before.
+        self._exported.pop(obj.key, None)
         self._mark(self._index.put(obj))
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
+        self._exported.pop((kind, namespace, name), None)
         self._mark(self._index.remove((kind, namespace, name)))
 
     def replace(self, kind: str, objects: Iterable[Base], namespace: str | None = None) -> None:
@@ -46,16 +71,25 @@ class Store:
         fresh: set[ObjectKey] = {o.key for o in incoming}
         for key in self._index.keys_of_kind(kind, namespace):
             if key not in fresh:
+                self._exported.pop(key, None)
                 self._mark(self._index.remove(key))
         for obj in incoming:
-            if self._index.get(obj.key) != obj:
-                self.upsert(obj)
+            self.upsert(obj)
 
     # ---- the evaluation side -------------------------------------------------------------------
 
     def take_dirty(self) -> set[GroupKey]:
         dirty, self._dirty = self._dirty, set()
         return {g for g in dirty if self._keep(g)}
+
+    def take_exported(self) -> dict[ObjectKey, GroupKey]:
+        """Objects changed in export-only fields since the last take, by key, with their group.
+
+        Take it together with ``take_dirty`` (no await in between): an object whose group is dirty
+        too is evaluated with it, and the others' previous Results still hold.
+        """
+        exported, self._exported = self._exported, {}
+        return {k: g for k, g in exported.items() if self._keep(g)}
 
     def build(self, key: GroupKey) -> Group | None:
         return self._index.build(key)

@@ -2,13 +2,16 @@
 
 Owns the order in which kinds are evaluated inside a group (children before parents), the
 ``lastTransitionTime`` bookkeeping of computed conditions (the one place it happens: rules never
-set it), turning parse problems into findings, and grouping a flat list of projections for
-one-shot evaluation. Owns no rule and does no I/O; ``now`` is an argument.
+set it), turning parse problems into findings, grouping a flat list of projections for one-shot
+evaluation, and the reuse of a Machine's previous result when nothing it depends on changed
+(``Memo``: what one evaluation of a group leaves for the next, kept by the caller). Owns no rule
+and does no I/O; ``now`` is an argument.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from exporter.engine import (
@@ -35,12 +38,14 @@ from exporter.engine.model import (
     Base,
     Condition,
     Finding,
+    Machine,
     ManagedCluster,
     ManifestWork,
     ObjectKey,
     Placement,
     Result,
 )
+from exporter.engine.rule_inputs import export_only_change, machine_reads_clock
 
 MALFORMED_FIELD = "MalformedField"
 
@@ -63,13 +68,38 @@ _SINGLE: Mapping[type[Base], Callable[[Any, float], Computed]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Memo:
+    """What one evaluation of a Cluster API group keeps for the next evaluation of that group.
+
+    ``context``: the group's objects other than Machines, as evaluated. ``machines``: per Machine,
+    the projection evaluated, what its rules computed and the Result given.
+    """
+
+    context: Mapping[ObjectKey, Base]
+    machines: Mapping[ObjectKey, tuple[Machine, Computed, Result]]
+
+
 def evaluate_group(group: Group, previous: Mapping[ObjectKey, Result], now: float) -> list[Result]:
     """Evaluate every object of one group; ``previous`` holds the last results of these objects."""
+    return evaluate_group_reusing(group, previous, now, None)[0]
+
+
+def evaluate_group_reusing(
+    group: Group, previous: Mapping[ObjectKey, Result], now: float, memo: Memo | None
+) -> tuple[list[Result], Memo | None]:
+    """``evaluate_group``, reusing what ``memo`` (the previous evaluation's) says still holds.
+
+    The results are those ``evaluate_group`` gives. A Machine is computed again unless it, the
+    group's objects of other kinds and, where its rules read the clock, ``now`` are unchanged
+    (``rule_inputs``); its owners always are. Returns the memo to pass next time (None for groups
+    other than Cluster API ones).
+    """
     if isinstance(group, CapiGroup):
-        return _evaluate_capi(group, previous, now)
+        return _evaluate_capi(group, previous, now, memo)
     if isinstance(group, MwrsGroup):
-        return _evaluate_mwrs(group, previous, now)
-    return _evaluate_single(group, previous, now)
+        return _evaluate_mwrs(group, previous, now), None
+    return _evaluate_single(group, previous, now), None
 
 
 def evaluate_all(projections: Iterable[Base], now: float) -> list[Result]:
@@ -81,33 +111,55 @@ def evaluate_all(projections: Iterable[Base], now: float) -> list[Result]:
     return results
 
 
-def _evaluate_capi(group: CapiGroup, previous: Mapping[ObjectKey, Result], now: float) -> list[Result]:
+def _evaluate_capi(
+    group: CapiGroup, previous: Mapping[ObjectKey, Result], now: float, memo: Memo | None
+) -> tuple[list[Result], Memo]:
     view = GroupView(group)
     by_kind: dict[str, list[Base]] = {}
     for obj in group.objects:
         by_kind.setdefault(obj.meta.kind, []).append(obj)
+    context = {obj.key: obj for obj in group.objects if obj.meta.kind != "Machine"}
+    # Equal values compare by identity first: the store hands over the same objects while unchanged.
+    kept = memo.machines if memo is not None and memo.context == context else {}
+    machines: dict[ObjectKey, tuple[Machine, Computed, Result]] = {}
     results: list[Result] = []
     for kind, compute in _CAPI_ORDER:
         for obj in by_kind.get(kind, ()):
-            computed = compute(obj, view, now)
+            before = _previous(previous, obj)
+            last = kept.get(obj.key)
+            if (
+                last is not None
+                and isinstance(obj, Machine)
+                and not machine_reads_clock(obj)
+                and (last[0] is obj or export_only_change(last[0], obj))
+            ):
+                computed = last[1]
+                # finish of the same inputs gives the Result it gave (transition times carry over).
+                result = last[2] if before is last[2] else finish(obj, computed, before, now)
+            else:
+                computed = compute(obj, view, now)
+                result = finish(obj, computed, before, now)
             view.record(obj.key, computed)
-            results.append(finish(obj, computed, previous.get(obj.key), now))
+            if isinstance(obj, Machine):
+                machines[obj.key] = (obj, computed, result)
+            results.append(result)
     # Kinds without rules of their own (InfraMachinePool) still get a Result: their reported
     # conditions and any parse problems are worth exporting.
     for obj in group.objects:
         if obj.meta.kind not in _RULED:
-            results.append(finish(obj, Computed(), previous.get(obj.key), now))
-    return results
+            results.append(finish(obj, Computed(), _previous(previous, obj), now))
+    return results, Memo(context=context, machines=machines)
 
 
 def _evaluate_mwrs(group: MwrsGroup, previous: Mapping[ObjectKey, Result], now: float) -> list[Result]:
     view = MwrsView(group)
     results: list[Result] = []
     for work in group.manifest_works:
-        results.append(finish(work, mwrs.compute_manifestwork(work, view, now), previous.get(work.key), now))
+        computed = mwrs.compute_manifestwork(work, view, now)
+        results.append(finish(work, computed, _previous(previous, work), now))
     if group.mwrs is not None:
         computed = mwrs.compute_mwrs(group.mwrs, view, now)
-        results.append(finish(group.mwrs, computed, previous.get(group.mwrs.key), now))
+        results.append(finish(group.mwrs, computed, _previous(previous, group.mwrs), now))
     return results
 
 
@@ -120,7 +172,13 @@ def _evaluate_single(group: SingleGroup, previous: Mapping[ObjectKey, Result], n
         computed = compute(obj, now)
     else:
         computed = Computed()
-    return [finish(obj, computed, previous.get(obj.key), now)]
+    return [finish(obj, computed, _previous(previous, obj), now)]
+
+
+def _previous(previous: Mapping[ObjectKey, Result], obj: Base) -> Result | None:
+    """The object's last Result; none when the object was deleted and created again since (new uid)."""
+    before = previous.get(obj.key)
+    return before if before is not None and before.uid == obj.meta.uid else None
 
 
 def finish(obj: Base, computed: Computed, previous: Result | None, now: float) -> Result:

@@ -110,6 +110,26 @@ class FleetIndex:
         dirty |= self._dependents(obj)
         return dirty
 
+    def swap(self, obj: Base) -> GroupKey | None:
+        """Replace a stored object by a newer version in place; its group and indexes stay as they are.
+
+        For updates that cannot move the object (see ``rule_inputs``): the group's member order is
+        kept too, where ``put`` would remove and add. Returns the object's group, or None (nothing
+        stored) when there was nothing to replace or the update would move it: ``put`` then.
+        """
+        old = self._objects.get(obj.key)
+        if old is None or type(old) is not type(obj) or isinstance(obj, ManifestWork | PlacementDecision):
+            return None
+        group = self._group_of[obj.key]
+        if group_key(obj) != group:
+            return None
+        self._objects[obj.key] = obj
+        self._by_kind[obj.meta.kind][obj.key] = obj
+        return group
+
+    def group_of(self, key: ObjectKey) -> GroupKey | None:
+        return self._group_of.get(key)
+
     def remove(self, key: ObjectKey) -> set[GroupKey]:
         obj = self._objects.pop(key, None)
         if obj is None:
