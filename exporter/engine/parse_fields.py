@@ -141,7 +141,7 @@ class Fields:
     def word_(self, obj: object, path: str) -> str:
         """``str_`` for a field whose values repeat across objects (kinds, phases, versions): shared."""
         value = self.str_(obj, path)
-        return word(value) if value else ""
+        return (_words.get(value) or word(value)) if value else ""
 
     def as_str(self, value: object, path: str) -> str:
         if type(value) is str:
