@@ -2,13 +2,16 @@
 
 The store skips updates equal to what it holds and tells export-only updates (fields no rule
 reads, ``exporter.engine.rule_inputs.EXPORT_ONLY``) from the others; the pipeline re-renders those
-with their previous Result, and group evaluation reuses the Computed of unchanged Machines. Random
+with their previous Result, and group evaluation reuses the Computed of unchanged Machines and of
+owners whose inputs are unchanged. Random
 changes are applied to the example fleet and to part of the benchmark fleet, and after every step
 the pipeline's Results and, at checkpoints, its exposition are compared with a reference that
 re-evaluates every group an update touches, without any of those shortcuts, with the same ``now``
 and the same history (transition times carry over from previous Results). At the end the
 exposition is also compared with a one-shot evaluation from scratch. The same harness run with a
-rule-read field wrongly listed as export-only, or with the clock ignored, must find a difference.
+rule-read field wrongly listed as export-only, with Machine reuse that ignores the clock or with
+owner inputs that leave out the Machines must find a difference; owner reuse that ignores the
+clock is shown wrong on a constructed group.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ import yaml
 from exporter.app import FilteringSink, Pipeline
 from exporter.engine import evaluate as evaluate_module
 from exporter.engine import model, rule_inputs
-from exporter.engine.evaluate import evaluate_all, evaluate_group
+from exporter.engine.evaluate import evaluate_all, evaluate_group, evaluate_group_reusing
+from exporter.engine.evaluate_types import CapiGroup
 from exporter.engine.grouping import FleetIndex, GroupKey
 from exporter.engine.model import (
     Base,
@@ -437,3 +441,49 @@ def test_a_computed_condition_keeps_its_transition_time_while_its_status_holds()
     fresh = pipeline.previous[("Machine", "ns", "m1")].computed_condition("Ready")
     assert fresh is not None and fresh.last_transition_time == NOW + 600
     loop.close()
+
+
+def test_the_harness_catches_owner_reuse_that_misses_an_input(
+    examples: list[Base], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An owner's inputs without its Machines: a Machine's change no longer reaches its owners."""
+    monkeypatch.setattr(evaluate_module, "owner_inputs",
+                        lambda obj, view: (obj, view.cluster) if obj.meta.kind != "Cluster" else None)
+    assert run(examples, steps=150, seed=1) != []
+
+
+def _young_machine_group() -> CapiGroup:
+    def meta(kind: str, name: str, **extra: Any) -> Meta:
+        return Meta(kind=kind, api_version="cluster.x-k8s.io/v1beta2", namespace="ns", name=name,
+                    uid=f"uid-{name}", **extra)
+
+    return CapiGroup(objects=(
+        Cluster(meta=meta("Cluster", "c1"), cluster_name="c1"),
+        MachineSet(meta=meta("MachineSet", "ms1"), cluster_name="c1", replicas=1),
+        # Too young to have UpToDate: its MachineSet leaves it out of MachinesUpToDate for 10s.
+        Machine(meta=meta("Machine", "m1", creation_timestamp=NOW - 5), cluster_name="c1", set_name="ms1"),
+    ))
+
+
+def _evaluated_later(group: CapiGroup) -> tuple[list[Result], list[Result]]:
+    """(reusing the first evaluation's memo, from scratch) one minute later, with the same previous."""
+    results, memo = evaluate_group_reusing(group, {}, NOW, None)
+    previous = {r.key: r for r in results}
+    later = NOW + 60
+    return evaluate_group_reusing(group, previous, later, memo)[0], evaluate_group(group, previous, later)
+
+
+def test_an_owner_is_evaluated_again_while_the_clock_matters_to_it() -> None:
+    reused, fresh = _evaluated_later(_young_machine_group())
+    assert reused == fresh
+
+
+def test_reuse_that_ignores_the_clock_would_be_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    def ignoring_the_clock(obj: Base, view: Any) -> tuple[object, ...] | None:
+        if not isinstance(obj, MachineSet):
+            return None
+        return (obj, view.cluster, *((m, view.computed(m.key)) for m in view.machines_of_set(obj)))
+
+    monkeypatch.setattr(evaluate_module, "owner_inputs", ignoring_the_clock)
+    reused, fresh = _evaluated_later(_young_machine_group())
+    assert reused != fresh

@@ -45,7 +45,7 @@ from exporter.engine.model import (
     Placement,
     Result,
 )
-from exporter.engine.rule_inputs import export_only_change, machine_reads_clock
+from exporter.engine.rule_inputs import export_only_change, machine_reads_clock, owner_inputs
 
 MALFORMED_FIELD = "MalformedField"
 
@@ -61,6 +61,8 @@ _CAPI_ORDER: tuple[tuple[str, Callable[[Any, GroupView, float], Computed]], ...]
 )
 
 _RULED: frozenset[str] = frozenset(kind for kind, _ in _CAPI_ORDER)
+# Owners whose results may be reused (``rule_inputs.owner_inputs`` lists what their rules read).
+_OWNERS: frozenset[str] = frozenset({"MachineSet", "MachineDeployment", "KubeadmControlPlane"})
 
 _SINGLE: Mapping[type[Base], Callable[[Any, float], Computed]] = {
     ManagedCluster: mwrs.compute_managedcluster,
@@ -73,11 +75,14 @@ class Memo:
     """What one evaluation of a Cluster API group keeps for the next evaluation of that group.
 
     ``context``: the group's objects other than Machines, as evaluated. ``machines``: per Machine,
-    the projection evaluated, what its rules computed and the Result given.
+    the projection evaluated, what its rules computed and the Result given. ``owners``: the same
+    for MachineSets, MachineDeployments and KubeadmControlPlanes, with everything their rules read
+    (``rule_inputs.owner_inputs``) instead of the projection.
     """
 
     context: Mapping[ObjectKey, Base]
     machines: Mapping[ObjectKey, tuple[Machine, Computed, Result]]
+    owners: Mapping[ObjectKey, tuple[tuple[object, ...], Computed, Result]]
 
 
 def evaluate_group(group: Group, previous: Mapping[ObjectKey, Result], now: float) -> list[Result]:
@@ -121,34 +126,47 @@ def _evaluate_capi(
     context = {obj.key: obj for obj in group.objects if obj.meta.kind != "Machine"}
     # Equal values compare by identity first: the store hands over the same objects while unchanged.
     kept = memo.machines if memo is not None and memo.context == context else {}
+    kept_owners = memo.owners if memo is not None else {}
     machines: dict[ObjectKey, tuple[Machine, Computed, Result]] = {}
+    owners: dict[ObjectKey, tuple[tuple[object, ...], Computed, Result]] = {}
     results: list[Result] = []
     for kind, compute in _CAPI_ORDER:
         for obj in by_kind.get(kind, ()):
             before = _previous(previous, obj)
-            last = kept.get(obj.key)
-            if (
-                last is not None
-                and isinstance(obj, Machine)
-                and not machine_reads_clock(obj)
-                and (last[0] is obj or export_only_change(last[0], obj))
-            ):
-                computed = last[1]
+            reused: tuple[Computed, Result] | None = None
+            inputs: tuple[object, ...] | None = None
+            if isinstance(obj, Machine):
+                last = kept.get(obj.key)
+                if last is not None and not machine_reads_clock(obj) and (
+                    last[0] is obj or export_only_change(last[0], obj)
+                ):
+                    reused = last[1], last[2]
+            elif kind in _OWNERS:
+                inputs = owner_inputs(obj, view)
+                was = kept_owners.get(obj.key)
+                # Tuples compare element by element, by identity first: unchanged objects and
+                # reused Computeds are the very same objects.
+                if inputs is not None and was is not None and was[0] == inputs:
+                    reused = was[1], was[2]
+            if reused is not None:
+                computed = reused[0]
                 # finish of the same inputs gives the Result it gave (transition times carry over).
-                result = last[2] if before is last[2] else finish(obj, computed, before, now)
+                result = reused[1] if before is reused[1] else finish(obj, computed, before, now)
             else:
                 computed = compute(obj, view, now)
                 result = finish(obj, computed, before, now)
             view.record(obj.key, computed)
             if isinstance(obj, Machine):
                 machines[obj.key] = (obj, computed, result)
+            elif inputs is not None:
+                owners[obj.key] = (inputs, computed, result)
             results.append(result)
     # Kinds without rules of their own (InfraMachinePool) still get a Result: their reported
     # conditions and any parse problems are worth exporting.
     for obj in group.objects:
         if obj.meta.kind not in _RULED:
             results.append(finish(obj, Computed(), _previous(previous, obj), now))
-    return results, Memo(context=context, machines=machines)
+    return results, Memo(context=context, machines=machines, owners=owners)
 
 
 def _evaluate_mwrs(group: MwrsGroup, previous: Mapping[ObjectKey, Result], now: float) -> list[Result]:

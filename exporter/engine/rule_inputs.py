@@ -1,8 +1,9 @@
 """What rules read, as far as incremental evaluation needs to know it.
 
 Owns ``EXPORT_ONLY`` (per projection type, the fields only the metrics render) with
-``export_only_change``, the test the store applies to an update, and ``machine_reads_clock``, which
-tells ``evaluate`` when a Machine's previous result may be reused. The decisions sit next to the
+``export_only_change``, the test the store applies to an update, and what tells ``evaluate`` when
+a previous result may be reused: ``machine_reads_clock`` for Machines, ``owner_inputs`` for
+MachineSets, MachineDeployments and KubeadmControlPlanes. The decisions sit next to the
 rules because only they know what they read; the store and the pipeline act on them. Owns no rule,
 no orchestration and no I/O.
 """
@@ -14,7 +15,8 @@ from dataclasses import fields
 from operator import attrgetter
 from typing import Any, Final
 
-from exporter.engine.model import Base, Machine, Meta
+from exporter.engine.evaluate_types import GroupView
+from exporter.engine.model import Base, KubeadmControlPlane, Machine, MachineDeployment, MachineSet, Meta
 
 # Fields of a projection that nothing in the engine reads for that kind: not its own rules, not
 # the roll-ups of its owners (MachineSet, MachineDeployment, KubeadmControlPlane, MachinePool,
@@ -110,3 +112,37 @@ def machine_reads_clock(m: Machine) -> bool:
     Ready's deletion message (stale deletion, drain delays) while the Machine is deleting.
     """
     return m.meta.deletion_timestamp is not None or m.min_ready_seconds > 0
+
+
+# The rules of a MachineSet, a MachineDeployment and a KubeadmControlPlane read the object itself,
+# the Cluster, the Machines the view navigates to from the object (their conditions, reported and
+# computed) and, for a MachineDeployment, its MachineSets' computed counters. ``now`` is read only
+# for Machines in deletion (stale deletion messages) and for Machines too young to have UpToDate
+# (``machine_rollup.up_to_date_candidates``); a deleting KubeadmControlPlane also lists the worker
+# Machines and MachinePools. ``owner_inputs`` returns all of that, so that equal inputs mean an
+# equal Computed; a rule that starts reading anything else must add it here.
+_UP_TO_DATE: Final = "UpToDate"
+
+
+def owner_inputs(obj: Base, view: GroupView) -> tuple[object, ...] | None:
+    """Everything the rules of this owner read, in a comparable tuple; None when they read more.
+
+    None for other kinds, and when the result can change with the clock alone. Machines must have
+    been recorded in ``view`` already (they are evaluated first).
+    """
+    extra: tuple[object, ...] = ()
+    if isinstance(obj, MachineSet):
+        machines = view.machines_of_set(obj)
+    elif isinstance(obj, MachineDeployment):
+        machines = view.machines_of_deployment(obj)
+        extra = tuple((ms, view.computed(ms.key)) for ms in view.sets_of_deployment(obj))
+    elif isinstance(obj, KubeadmControlPlane) and obj.meta.deletion_timestamp is None:
+        machines = view.machines_of_control_plane(obj)
+    else:
+        return None
+    for m in machines:
+        if m.meta.deletion_timestamp is not None or (
+            m.meta.creation_timestamp is not None and view.effective(m.key, _UP_TO_DATE) is None
+        ):
+            return None
+    return (obj, view.cluster, extra, *((m, view.computed(m.key)) for m in machines))
