@@ -123,10 +123,12 @@ class Pipeline:
                         now: float) -> None:
         """Re-render objects changed in export-only fields, each with its previous Result.
 
-        No rule reads those fields, so evaluating their groups again would give every object the
-        Result it has (the store's state is what the last evaluation of the group saw, but for
-        fields no rule reads). A group evaluated in this pass anyway is left to that evaluation;
-        a group whose previous Results are incomplete is evaluated.
+        No rule reads those fields, so evaluating their groups again at the time of their last
+        evaluation would give every object the Result it has (the store's state is what that
+        evaluation saw, but for fields no rule reads). What time alone changes waits for the
+        periodic re-evaluation, as it does in groups that saw no update at all. A group evaluated
+        in this pass anyway is left to that evaluation; a group whose previous Results are
+        incomplete is evaluated.
         """
         by_group: dict[GroupKey, list[ObjectKey]] = {}
         for key, group in exported.items():
