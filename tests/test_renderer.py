@@ -1,5 +1,5 @@
 """The renderer: per-object fragments, effective conditions, contiguous families, bucket cache reuse,
-buckets that split as families grow, gzip members, snapshot consistency (copy on write), removal."""
+buckets filled in arrival order, gzip members, snapshot consistency (copy on write), removal."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from exporter.engine.model import (
     Result,
     Status,
 )
-from exporter.metrics.renderer import Renderer, key_hash, render_fleet
+from exporter.metrics.renderer import Renderer, _splice, render_fleet
 
 T, F, U = Status.TRUE, Status.FALSE, Status.UNKNOWN
 GROUP = ("capi", "ns", "c1")
@@ -160,22 +160,33 @@ def lines(body: bytes) -> list[bytes]:
     return sorted(body.splitlines())
 
 
-def test_buckets_split_as_a_family_grows_and_hold_about_bucket_bytes():
+def contents(bucket) -> tuple:
+    """The keys of the objects a bucket holds now (its base with the pending changes applied)."""
+    return _splice(bucket.base, bucket.pending)[1].keys
+
+
+def test_buckets_fill_up_to_bucket_bytes_and_deletions_leave_room_for_new_objects():
     small, one = Renderer(bucket_bytes=2048), Renderer(bucket_bytes=1 << 30)
     objs = fleet(small, 200)
     fleet(one, 200)
     assert lines(small.render_body()) == lines(one.render_body())
     assert gzip.decompress(small.render_gzip()) == small.render_body()
     info = small._families[small._index["capi_machine_info"]]
-    assert len(info.buckets) == -(-info.size // 2048), "as many buckets as the text needs, no more"
-    assert all(b.fragments for b in info.buckets), "the hash spreads objects over every bucket"
-    assert max(b.size for b in info.buckets) < 4 * 2048
-    for b in info.buckets:  # each object is in the bucket its hash addresses
-        assert all(info.bucket(key_hash(k)) is b for k in b.fragments)
+    body = small.render_body().splitlines(keepends=True)
+    line = max(len(t) for t in body if t.startswith(b"capi_machine_info"))
+    assert all(2048 <= b.size < 2048 + line for b in info.buckets[:-1]), "full, one object over at most"
+    assert len(info.buckets) <= -(-info.size // 2048)
     assert small.buckets() > one.buckets() == len(one.snapshot()._families)
-    small.update_group(GROUP, [(m, result(m, phase="Running")) for m in objs[:50]])
-    one.update_group(GROUP, [(m, result(m, phase="Running")) for m in objs[:50]])
+    buckets = len(info.buckets)
+    keep = objs[:50]
+    small.update_group(GROUP, [(m, result(m, phase="Running")) for m in keep])
+    one.update_group(GROUP, [(m, result(m, phase="Running")) for m in keep])
     assert lines(small.render_body()) == lines(one.render_body())
+    more = [machine(f"n{i}") for i in range(150)]
+    small.update_group(GROUP, [(m, result(m, phase="Running")) for m in keep + more])
+    one.update_group(GROUP, [(m, result(m, phase="Running")) for m in keep + more])
+    assert lines(small.render_body()) == lines(one.render_body())
+    assert len(info.buckets) <= buckets + 1, "new objects refill emptied buckets"
     assert gzip.decompress(small.render_gzip()) == small.render_body()
 
 
@@ -187,10 +198,10 @@ def test_a_change_rebuilds_only_the_buckets_of_the_changed_object():
     renderer.update_group(GROUP, [(changed, result(changed, phase="Running")), *(
         (m, result(m, phase="Running")) for m in objs if m is not objs[7])])
     snap = renderer.snapshot()
-    dirty = [p for _, p in snap.pieces() if p.gz is None]
+    dirty = [p for _, p in snap.pieces() if p.pending]
     assert dirty, "the changed object's buckets must be rebuilt"
     assert len(dirty) < len(list(snap.pieces())) // 4, "only the changed object's buckets are dirty"
-    assert all(changed.key in p.fragments for p in dirty)
+    assert all(set(p.pending) == {changed.key} for p in dirty)
     snap.parts(gzip=True)
     renderer.commit(snap)
     assert not list(renderer.snapshot().pieces()), "every family cached again"
@@ -202,23 +213,56 @@ def test_a_snapshot_is_never_copied_and_changes_after_it_copy_only_their_bucket(
     renderer.render_gzip()
     snap = renderer.snapshot()
     before = b"".join(snap.texts())
+    info = renderer._families[renderer._index["capi_machine_info"]]
+    pendings = [b.pending for b in info.buckets]
     changed = replace(objs[3], version="v1.31.0")
     renderer.update_group(GROUP, [(changed, result(changed, phase="Running")), *(
         (m, result(m, phase="Running")) for m in objs[4:])])  # drops m0..m2
     assert b"".join(snap.texts()) == before, "a snapshot's buckets are never mutated"
     assert len(before) == snap.size
-    info = renderer._families[renderer._index["capi_machine_info"]]
-    shared = sum(1 for b in info.buckets if any(b.fragments is d for d in info_fragments(snap, renderer)))
-    assert shared >= len(info.buckets) - 4, "buckets no change touched are still shared with the snapshot"
+    assert all(p == {} for p in pendings), "pending dicts are copied before a change, never mutated"
+    untouched = sum(1 for b, p in zip(info.buckets, pendings, strict=True) if b.pending is p)
+    assert untouched >= len(info.buckets) - 4, "buckets no change touched are still shared with the snapshot"
     body = renderer.render_body()
     assert value(body, "capi_machine_info", name="m3", version="v1.31.0") == 1
     assert b'name="m0"' not in body and b'name="m0"' in before
+    assert gzip.decompress(renderer.render_gzip()) == body
 
 
-def info_fragments(snap, renderer: Renderer) -> list[dict]:
-    i = renderer._index["capi_machine_info"]
-    family = dict(snap._families)[i]
-    return list(family.fragments) if hasattr(family, "members") else [p.fragments for p in family]
+def test_changes_after_a_snapshot_stay_pending_when_its_build_is_committed():
+    renderer = Renderer(bucket_bytes=1 << 30)
+    objs = fleet(renderer, 20)
+    snap = renderer.snapshot()  # everything pending: the first build compresses it all
+    m5 = replace(objs[5], version="v1.31.0")
+    renderer.update_group(GROUP, [(m5, result(m5, phase="Running")), *(
+        (m, result(m, phase="Running")) for m in objs if m is not objs[5])])
+    old = gzip.decompress(b"".join(snap.parts(gzip=True)))
+    assert value(old, "capi_machine_info", name="m5", version="v1.30.0") == 1
+    renderer.commit(snap)
+    info = renderer._families[renderer._index["capi_machine_info"]].buckets[0]
+    assert set(info.pending) == {m5.key}, "the build is kept, the later change waits"
+    assert info.pending_bytes == len(info.pending[m5.key] or b"")
+    body = renderer.render_body()
+    assert value(body, "capi_machine_info", name="m5", version="v1.31.0") == 1
+    assert len(lines(body)) == len(lines(old))
+    assert gzip.decompress(renderer.render_gzip()) == body
+    assert renderer.pending_bytes == 0 and not renderer._dirty
+
+
+def test_pending_lines_beyond_the_limit_are_compressed_as_changes_arrive():
+    lazy, eager = Renderer(bucket_bytes=2048), Renderer(bucket_bytes=2048, pending_bytes=0, pending_share=0)
+    for step in range(4):  # grow in steps: compressed buckets split and take new objects
+        objs = [machine(f"m{i}", version=f"v1.{step}.0") for i in range(0, 60 * (step + 1), 3 - step % 3)]
+        for r in (lazy, eager):
+            r.update_group(GROUP, [(m, result(m, phase="Running")) for m in objs])
+        assert eager.pending_bytes == 0, "only removals (no bytes) may wait"
+        assert lazy.pending_bytes > 0
+        assert lines(eager.render_body()) == lines(lazy.render_body())
+        assert value(eager.render_body(), "capi_machine_info", name="m0", version=f"v1.{step}.0") == 1
+    assert gzip.decompress(eager.render_gzip()) == eager.render_body()
+    assert eager.compressed_bytes() < len(eager.render_body()) // 4
+    eager.remove_group(GROUP)
+    assert eager.render_body() == b"" and eager.pending_bytes == 0
 
 
 def test_raw_text_is_joined_one_bucket_at_a_time():

@@ -1,27 +1,39 @@
-"""Per-object exposition fragments, cached in buckets, and the scrape body assembled from them.
+"""Per-object exposition fragments, kept compressed in buckets, and the scrape body built from them.
 
-Owns the cache: for every family, the lines of each object (bytes), rendered once when the
-object's projection or Result changes. The objects of a family are spread over buckets by a
-stable hash of their key, and a family gets more buckets as its text grows (linear hashing: one
-bucket splits at a time), so every bucket holds about ``BUCKET_BYTES`` of text whatever the fleet
-size. Each bucket caches its text as one complete gzip member, never as joined text: the raw text
-is held once, as the objects' fragments. A gzip scrape is the list of family headers and bucket
-members (concatenated members are one valid gzip stream, RFC 1952 section 2.2), so a change
-re-compresses only the small buckets it touched and a quiet scrape copies nothing; a raw scrape
-joins each bucket's fragments while it streams, so at most one bucket's text exists at a time.
+Owns the cache: for every family, the lines of each object, rendered once when the object's
+projection or Result changes. A family's objects are kept in buckets of about ``BUCKET_BYTES``
+of text whatever the fleet size: an object new to a family joins the bucket being filled (a new
+one once it is full, or one that deletions left less than half full), and stays there.
+
+At rest a bucket is only compressed: its text as one complete gzip member (the *base*), plus the
+order and length of each object's lines in it; per object the renderer keeps a fingerprint and
+the length of its lines in each family, enough to tell which families a new rendering changed.
+Changed lines wait in the bucket's *pending* dict (None: the object left the bucket) until the
+bucket is rebuilt: decompress the base, splice the pending lines in, compress. That happens for
+dirty buckets when a gzip scrape needs their members (in a worker thread), and on the event loop a
+few buckets at a time whenever pending lines exceed ``PENDING_BYTES``; so the raw text, ~365 MB on
+the benchmark fleet, is held neither whole nor twice, only its ~20 MB of gzip members.
+
+A gzip scrape is the list of family headers and bucket members (concatenated members are one
+valid gzip stream, RFC 1952 section 2.2), so a change re-compresses only the small buckets it
+touched and a quiet scrape copies nothing; a raw scrape decompresses (and splices) each bucket
+while it streams, so at most one bucket's text exists at a time.
 
 Consistency: ``update_group`` and ``snapshot`` are called on the event loop thread only and never
-await, so one object's fragments in every family swap together and a scrape sees either all the
-old ones or all the new ones. A snapshot holds each bucket's fragment dict by reference; a bucket
-is copied before its first change after a snapshot (copy on write, so a snapshot costs no copy),
-which is what lets ``Snapshot.parts`` run in a worker thread while the loop keeps rendering.
-``Renderer.commit`` (back on the loop) keeps the members built for buckets unchanged since. Owns
-no evaluation, no HTTP and no self-metrics.
+await, so one object's lines in every family swap together and a scrape sees either all the old
+ones or all the new ones. A snapshot holds each bucket's base and pending dict by reference; bases
+are immutable and a pending dict is copied before its first change after a snapshot (copy on
+write), which is what lets ``Snapshot.parts`` run in a worker thread while the loop keeps
+rendering. ``Renderer.commit`` (back on the loop) installs the bases it built for buckets not
+rebuilt since, keeping whatever changed after the snapshot pending. Owns no evaluation, no HTTP
+and no self-metrics.
 """
 
 from __future__ import annotations
 
+import heapq
 import zlib
+from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -48,6 +60,15 @@ BUCKET_BYTES = 64 << 10
 # ~240 MB/s (17.3), level 5 ~130 MB/s (18.7): the rebuild of dirty buckets competes with event
 # processing for the CPU, so speed wins.
 GZIP_LEVEL = 1
+# Changed lines not yet compressed into their buckets: beyond this, or beyond 1/PENDING_SHARE of
+# all the text, buckets are rebuilt on the loop as changes arrive, at most COMPACT_BYTES of bucket
+# text per group update (~5 ms). Changes land in random buckets, so a rebuild re-compresses ~T/limit
+# bytes for each pending byte it frees (T: all the text): the share keeps that ratio bounded as
+# the fleet grows (~24 MB pending at most on the benchmark fleet, while scrapes rebuild buckets
+# long before that at any realistic scrape interval).
+PENDING_BYTES = 8 << 20
+PENDING_SHARE = 16
+COMPACT_BYTES = 1 << 20
 
 
 def gzip_member(data: bytes, level: int = GZIP_LEVEL) -> bytes:
@@ -57,11 +78,6 @@ def gzip_member(data: bytes, level: int = GZIP_LEVEL) -> bytes:
     flush release it twice), and a worker thread waits to get it back while the loop is busy.
     """
     return zlib.compress(data, level, 31)
-
-
-def key_hash(key: ObjectKey) -> int:
-    """Stable across runs (unlike ``hash`` of a str), so the output order is reproducible."""
-    return zlib.crc32("\0".join(key).encode())
 
 
 def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: Result) -> Fragments:
@@ -81,109 +97,188 @@ def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: R
 class _Entry:
     obj: Base
     result: Result
-    fragments: Fragments
-    hash: int
+    families: array[int]  # family indices the object has lines in ...
+    buckets: array[int]  # ... the bucket of each ...
+    fingerprints: array[int]  # ... the ``hash`` of those lines (changes are found by comparing) ...
+    lengths: array[int]  # ... and their length in bytes
+
+
+class _Base:
+    """A bucket's text as one gzip member, and which objects' lines it holds, in order, how long."""
+
+    __slots__ = ("gz", "keys", "lengths")
+
+    def __init__(self, gz: bytes, keys: tuple[ObjectKey, ...], lengths: array[int]) -> None:
+        self.gz = gz
+        self.keys = keys
+        self.lengths = lengths
+
+
+_EMPTY = _Base(b"", (), array("I"))
+Pending = dict[ObjectKey, bytes | None]
+
+
+def _splice(base: _Base, pending: Mapping[ObjectKey, bytes | None]) -> tuple[bytes, _Base]:
+    """The bucket's current text, and its base without the member (``gz`` left empty).
+
+    Runs of unchanged objects are copied as slices of the decompressed base, so the join copies
+    the text once whatever the number of objects; the decompression releases the GIL.
+    """
+    text = zlib.decompress(base.gz, 31) if base.gz else b""
+    if not pending:
+        return text, _Base(b"", base.keys, base.lengths)
+    view = memoryview(text)
+    out: list[bytes | memoryview] = []
+    keys: list[ObjectKey] = []
+    lengths = array("I")
+    start = pos = found = 0
+    for key, n in zip(base.keys, base.lengths, strict=True):
+        if key in pending:
+            found += 1
+            new = pending[key]
+            if start < pos:
+                out.append(view[start:pos])
+            start = pos + n
+            if new is not None:
+                out.append(new)
+                keys.append(key)
+                lengths.append(len(new))
+        else:
+            keys.append(key)
+            lengths.append(n)
+        pos += n
+    if start < pos:
+        out.append(view[start:pos])
+    if found < len(pending):  # objects new to the bucket go at its end
+        known = set(base.keys)
+        for key, new in pending.items():
+            if new is not None and key not in known:
+                out.append(new)
+                keys.append(key)
+                lengths.append(len(new))
+    return b"".join(out), _Base(b"", tuple(keys), lengths)
+
+
+def _rebuild(base: _Base, pending: Mapping[ObjectKey, bytes | None]) -> _Base:
+    text, new = _splice(base, pending)
+    new.gz = gzip_member(text) if text else b""
+    return new
 
 
 class _Bucket:
-    """Some objects' lines of one family, and their gzip member while unchanged."""
+    """Some objects' lines of one family: a compressed base and the changes since."""
 
-    __slots__ = ("epoch", "fragments", "gz", "size")
+    __slots__ = ("base", "epoch", "pending", "pending_bytes", "size")
 
-    def __init__(self, epoch: int, fragments: dict[ObjectKey, bytes] | None = None) -> None:
-        self.fragments: dict[ObjectKey, bytes] = fragments if fragments is not None else {}
-        self.gz: bytes | None = None
-        self.size = sum(map(len, self.fragments.values()))
-        # The renderer's epoch when ``fragments`` was created: a snapshot taken since may hold it.
+    def __init__(self, epoch: int, base: _Base = _EMPTY, pending: Pending | None = None,
+                 size: int = 0) -> None:
+        self.base = base
+        self.pending: Pending = pending if pending is not None else {}
+        self.pending_bytes = sum(len(v) for v in self.pending.values() if v is not None)
+        self.size = size  # bytes of the current text (base with pending applied)
+        # The renderer's epoch when ``pending`` was created: a snapshot taken since may hold it.
         self.epoch = epoch
 
 
 @dataclass(frozen=True, slots=True)
 class _Clean:
-    """A family whose every bucket has its member cached: a quiet scrape copies three refs."""
+    """A family whose every bucket has no pending change: a quiet scrape copies three refs."""
 
-    fragments: tuple[dict[ObjectKey, bytes], ...]
+    bases: tuple[_Base, ...]
     members: tuple[bytes, ...]
     size: int
 
 
 class _Family:
-    """One family's buckets, addressed by linear hashing so that they split one at a time."""
+    """One family's buckets, and the one new objects join."""
 
-    __slots__ = ("buckets", "clean", "level", "size", "split")
+    __slots__ = ("buckets", "clean", "freed", "open", "size")
 
     def __init__(self) -> None:
         self.buckets = [_Bucket(0)]
-        self.level = 0  # buckets below ``split`` use level + 1 bits of the hash, the others level
-        self.split = 0
+        self.open = 0
+        self.freed = False  # lines left a bucket since the last search for room
         self.size = 0  # bytes of text in all buckets
         self.clean: _Clean | None = None
 
-    def bucket(self, h: int) -> _Bucket:
-        b = h & ((1 << self.level) - 1)
-        if b < self.split:
-            b = h & ((2 << self.level) - 1)
-        return self.buckets[b]
+    def place(self, limit: int) -> int:
+        """The bucket a new object joins: the open one until it holds ``limit`` bytes.
 
-    def split_one(self, epoch: int) -> None:
-        """Split the next bucket in turn by one more bit of the hash; both halves are rebuilt."""
-        bit = 1 << self.level
-        old = self.buckets[self.split].fragments
-        keep = {k: v for k, v in old.items() if not key_hash(k) & bit}
-        move = {k: v for k, v in old.items() if k not in keep}
-        self.buckets[self.split] = _Bucket(epoch, keep)
-        self.buckets.append(_Bucket(epoch, move))
-        self.split += 1
-        if self.split == bit:
-            self.level += 1
-            self.split = 0
-        self.clean = None
+        Filling buckets in arrival order (rather than spreading objects by a hash of their key)
+        is what keeps the first fill linear: a bucket is full before it is first compressed, so
+        its text is compressed about once, instead of every bucket being re-compressed each time
+        a few more objects trickle into it.
+        """
+        if self.buckets[self.open].size < limit:
+            return self.open
+        if self.freed:  # deletions may have left room somewhere (rare: a scan)
+            for i, b in enumerate(self.buckets):
+                if b.size < limit // 2:
+                    self.open = i
+                    return i
+            self.freed = False
+        self.buckets.append(_Bucket(0))
+        self.open = len(self.buckets) - 1
+        return self.open
 
 
 class _Piece:
-    """One bucket as one scrape sees it: its fragments (never mutated since) and member if cached."""
+    """One bucket as one scrape sees it: its base and pending dict (never mutated since)."""
 
-    __slots__ = ("bucket", "built", "fragments", "gz", "size")
+    __slots__ = ("base", "bucket", "built", "pending", "size")
 
     def __init__(self, bucket: _Bucket) -> None:
         self.bucket = bucket
-        self.fragments = bucket.fragments
-        self.gz = bucket.gz
+        self.base = bucket.base
+        self.pending = bucket.pending
         self.size = bucket.size
-        self.built = False
+        self.built: _Base | None = None
+
+    def text(self) -> bytes:
+        return _splice(self.base, self.pending)[0]
+
+    def member(self) -> bytes:
+        if not self.pending:
+            return self.base.gz
+        if self.built is None:
+            self.built = _rebuild(self.base, self.pending)
+        return self.built.gz
 
 
 class Snapshot:
-    """What one scrape serves: per non-empty family, its index and its cached or dirty buckets."""
+    """What one scrape serves: per non-empty family, its index and its clean or dirty buckets."""
 
     def __init__(self, families: list[tuple[int, list[_Piece] | _Clean]], headers: list[bytes],
                  gz_headers: list[bytes]) -> None:
         self._families = families
         self._headers = headers
         self._gz_headers = gz_headers
-        # Uncompressed bytes of the body, known before anything is joined (a Content-Length).
+        # Uncompressed bytes of the body, known before anything is built (a Content-Length).
         self.size = sum(len(headers[i]) + (f.size if isinstance(f, _Clean) else sum(p.size for p in f))
                         for i, f in families)
 
     def texts(self) -> Iterator[bytes]:
-        """The raw body lazily: headers and each bucket's text, joined only when it is reached.
+        """The raw body lazily: headers and each bucket's text, built only when it is reached.
 
         Safe anywhere (touches only this snapshot), and a consumer that writes each part out
         before taking the next holds one bucket's text at a time, never the whole body.
         """
         for i, family in self._families:
             yield self._headers[i]
-            fragments = family.fragments if isinstance(family, _Clean) else (p.fragments for p in family)
-            for d in fragments:
-                yield b"".join(d.values())
+            if isinstance(family, _Clean):
+                for base in family.bases:
+                    yield zlib.decompress(base.gz, 31)
+            else:
+                for p in family:
+                    yield p.text()
 
     def parts(self, gzip: bool = False) -> list[bytes]:
         """The body as a list of byte strings (safe in a worker thread: touches only this snapshot).
 
         Raw: headers and bucket texts. Gzip: one gzip member per header and per bucket, which
-        concatenated are one gzip stream decompressing to the raw body; the members of dirty
-        buckets are built here (each join is one bucket's text, so the GIL is held briefly; the
-        compression itself releases it).
+        concatenated are one gzip stream decompressing to the raw body; dirty buckets are rebuilt
+        here (decompression and compression release the GIL; the splice holds it for one
+        bucket's join).
         """
         if not gzip:
             return list(self.texts())
@@ -192,35 +287,38 @@ class Snapshot:
             out.append(self._gz_headers[i])
             if isinstance(family, _Clean):
                 out.extend(family.members)
-                continue
-            for p in family:
-                if p.gz is None:
-                    p.gz = gzip_member(b"".join(p.fragments.values()))
-                    p.built = True
-                out.append(p.gz)
+            else:
+                out.extend(p.member() for p in family)
         return out
 
     def pieces(self) -> Iterable[tuple[int, _Piece]]:
-        """(family index, piece) of the families that were not wholly cached when it was taken."""
+        """(family index, piece) of the families that were not wholly clean when it was taken."""
         for i, family in self._families:
             if not isinstance(family, _Clean):
                 yield from ((i, p) for p in family)
 
 
 class Renderer:
-    """The fragment cache of every rendered object, maintained group by group."""
+    """The compressed line cache of every rendered object, maintained group by group."""
 
     def __init__(self, families: Iterable[FamilySpec] | None = None, *,
-                 bucket_bytes: int = BUCKET_BYTES) -> None:
+                 bucket_bytes: int = BUCKET_BYTES, pending_bytes: int = PENDING_BYTES,
+                 pending_share: int = PENDING_SHARE) -> None:
         self.families: tuple[FamilySpec, ...] = tuple(families) if families is not None else object_families()
         self.bucket_bytes = bucket_bytes
+        self.pending_floor = pending_bytes
+        self.pending_share = pending_share  # 0: the floor alone
         self._index = {f.name: i for i, f in enumerate(self.families)}
         self._headers = [header(f.name, f.help, f.exposition_type) for f in self.families]
         self._gz_headers = [gzip_member(h) for h in self._headers]
         self._families = [_Family() for _ in self.families]
         self._entries: dict[ObjectKey, _Entry] = {}
         self._members: dict[GroupKey, set[ObjectKey]] = {}
-        # Bumped by every snapshot: a bucket whose dict predates it copies the dict before a change.
+        # Buckets with pending lines, and the bytes of those lines.
+        self._dirty: dict[_Bucket, None] = {}
+        self.pending_bytes = 0
+        self.text_bytes = 0  # all the text (what a raw body of the objects holds)
+        # Bumped by every snapshot: a bucket whose pending dict predates it copies it before a change.
         self._epoch = 0
         self.renders = 0  # objects rendered since start (a self-metric; tests read it)
 
@@ -239,6 +337,7 @@ class Renderer:
             self._members[group] = fresh
         else:
             self._members.pop(group, None)
+        self._compact()
 
     def remove_group(self, group: GroupKey) -> None:
         self.update_group(group, ())
@@ -248,7 +347,11 @@ class Renderer:
 
     def buckets(self) -> int:
         """Non-empty buckets over all families (one gzip member each)."""
-        return sum(1 for fam in self._families for b in fam.buckets if b.fragments)
+        return sum(1 for fam in self._families for b in fam.buckets if b.size)
+
+    def compressed_bytes(self) -> int:
+        """Bytes of the buckets' members (their current bases)."""
+        return sum(len(b.base.gz) for fam in self._families for b in fam.buckets)
 
     def snapshot(self) -> Snapshot:
         """What a scrape needs (on the loop): references only; later changes copy what they touch."""
@@ -258,17 +361,23 @@ class Renderer:
             if fam.clean is not None:
                 families.append((i, fam.clean))
             elif fam.size:
-                families.append((i, [_Piece(b) for b in fam.buckets if b.fragments]))
+                families.append((i, [_Piece(b) for b in fam.buckets if b.size]))
         return Snapshot(families, self._headers, self._gz_headers)
 
     def commit(self, snap: Snapshot) -> None:
-        """Keep the members a snapshot built, for buckets unchanged since it was taken."""
+        """Install the bases a snapshot built, for buckets not rebuilt since it was taken."""
         touched: set[int] = set()
         for i, p in snap.pieces():
             touched.add(i)
-            # Unchanged since the snapshot iff still the same dict: a change copies it first.
-            if p.built and p.bucket.fragments is p.fragments:
-                p.bucket.gz = p.gz
+            b = p.bucket
+            if p.built is None or b.base is not p.base:
+                continue
+            b.base = p.built
+            if b.pending is p.pending:
+                self._set_pending(b, {})
+            else:  # changed since the snapshot: what changed after it stays pending
+                self._set_pending(b, {k: v for k, v in b.pending.items()
+                                      if k not in p.pending or p.pending[k] is not v})
         for i in touched:
             self._families[i].clean = self._cleaned(self._families[i])
 
@@ -287,61 +396,114 @@ class Renderer:
 
     @staticmethod
     def _cleaned(fam: _Family) -> _Clean | None:
-        """``fam`` as a _Clean if every non-empty bucket has its member, else None."""
-        fragments: list[dict[ObjectKey, bytes]] = []
-        members: list[bytes] = []
+        """``fam`` as a _Clean if no non-empty bucket has pending lines, else None."""
+        bases: list[_Base] = []
         for b in fam.buckets:
-            if not b.fragments:
+            if not b.size:
                 continue
-            if b.gz is None:
+            if b.pending:
                 return None
-            fragments.append(b.fragments)
-            members.append(b.gz)
-        return _Clean(tuple(fragments), tuple(members), fam.size) if members else None
+            bases.append(b.base)
+        return _Clean(tuple(bases), tuple(b.gz for b in bases), fam.size) if bases else None
 
     def _put(self, obj: Base, result: Result) -> None:
         spec = kind_spec(obj)
         if spec is None:
             return
-        entry = self._entries.get(obj.key)
+        key = obj.key
+        entry = self._entries.get(key)
         if entry is not None and entry.obj == obj and entry.result == result:
-            return  # unchanged: keep the fragments rendered last time
+            return  # unchanged: keep the lines rendered last time
         fragments = render_object(spec, self._index, obj, result)
         self.renders += 1
-        h = entry.hash if entry is not None else key_hash(obj.key)
-        old = dict(entry.fragments) if entry is not None else {}
-        new = dict(fragments)
-        for i in old.keys() - new.keys():
-            self._set(i, h, obj.key, None)
-        for i, text in new.items():
-            if old.get(i) != text:
-                self._set(i, h, obj.key, text)
-        self._entries[obj.key] = _Entry(obj, result, fragments, h)
+        old: dict[int, tuple[int, int, int]] = {}
+        if entry is not None:
+            was = zip(entry.families, entry.buckets, entry.fingerprints, entry.lengths, strict=True)
+            old = {i: (b, fp, n) for i, b, fp, n in was}
+        families, buckets, fingerprints, lengths = array("H"), array("I"), array("q"), array("I")
+        for i, text in fragments:
+            fp, n = hash(text), len(text)
+            before = old.pop(i, None)
+            if before is None:
+                b = self._families[i].place(self.bucket_bytes)
+                self._set(i, b, key, text, 0)
+            else:
+                b = before[0]
+                if before[1:] != (fp, n):
+                    self._set(i, b, key, text, before[2])
+            families.append(i)
+            buckets.append(b)
+            fingerprints.append(fp)
+            lengths.append(n)
+        for i, (b, _, n) in old.items():
+            self._set(i, b, key, None, n)
+        self._entries[key] = _Entry(obj, result, families, buckets, fingerprints, lengths)
 
     def _drop(self, key: ObjectKey) -> None:
         entry = self._entries.pop(key, None)
         if entry is None:
             return
-        for i, _ in entry.fragments:
-            self._set(i, entry.hash, key, None)
+        for i, b, n in zip(entry.families, entry.buckets, entry.lengths, strict=True):
+            self._set(i, b, key, None, n)
 
-    def _set(self, i: int, h: int, key: ObjectKey, text: bytes | None) -> None:
-        """Put (or with None remove) ``key``'s lines of family ``i``; the bucket's member is stale."""
+    def _set(self, i: int, bucket: int, key: ObjectKey, text: bytes | None, old_len: int) -> None:
+        """Make ``key``'s lines of family ``i`` ``text`` (None: none), replacing ``old_len`` bytes."""
         fam = self._families[i]
-        b = fam.bucket(h)
+        b = fam.buckets[bucket]
         if b.epoch != self._epoch:
-            b.fragments = dict(b.fragments)  # a snapshot may be reading the old one
+            b.pending = dict(b.pending)  # a snapshot may be reading the old one
             b.epoch = self._epoch
-        old = b.fragments.pop(key, None) if text is None else b.fragments.get(key)
-        if text is not None:
-            b.fragments[key] = text
-        delta = (len(text) if text is not None else 0) - (len(old) if old is not None else 0)
+        prev = b.pending.get(key)
+        added = (len(text) if text is not None else 0) - (len(prev) if prev is not None else 0)
+        b.pending[key] = text
+        b.pending_bytes += added
+        self.pending_bytes += added
+        self._dirty[b] = None
+        delta = (len(text) if text is not None else 0) - old_len
         b.size += delta
         fam.size += delta
-        b.gz = None
+        self.text_bytes += delta
+        if delta < 0:
+            fam.freed = True
         fam.clean = None
-        while fam.size > len(fam.buckets) * self.bucket_bytes:
-            fam.split_one(self._epoch)
+        if not b.size:  # its last object left: nothing to splice, ever
+            # A new empty base, not _EMPTY: a build from a snapshot taken while the base was
+            # _EMPTY must not pass for current once new objects arrive (commit compares identity).
+            b.base = _Base(b"", (), array("I"))
+            self._set_pending(b, {})
+
+    def _set_pending(self, b: _Bucket, pending: Pending) -> None:
+        """Replace ``b``'s pending dict (after its base was rebuilt)."""
+        size = sum(len(v) for v in pending.values() if v is not None)
+        self.pending_bytes += size - b.pending_bytes
+        b.pending, b.pending_bytes, b.epoch = pending, size, self._epoch
+        if not pending:
+            self._dirty.pop(b, None)
+
+    def _compact(self) -> None:
+        """Rebuild dirty buckets on the loop while pending lines exceed the limit, down to half of it.
+
+        At most ``COMPACT_BYTES`` of text per call, so one call never stalls the loop for long;
+        the limit keeps what is not yet compressed small when no scrape comes to do it.
+        """
+        limit = self.pending_floor
+        if self.pending_share:
+            limit = max(limit, self.text_bytes // self.pending_share)
+        if self.pending_bytes <= limit:
+            return
+        # The buckets with the most pending bytes first: they free the most for the work (a
+        # rebuild costs the whole bucket), and a bucket still filling up is rebuilt less often.
+        done, target = 0, limit // 2
+        while self.pending_bytes > target and done < COMPACT_BYTES:
+            batch = heapq.nlargest(64, self._dirty, key=lambda b: b.pending_bytes)
+            if not batch or not batch[0].pending_bytes:
+                break
+            for b in batch:
+                if self.pending_bytes <= target or done >= COMPACT_BYTES or not b.pending_bytes:
+                    break
+                b.base = _rebuild(b.base, b.pending)
+                done += b.size
+                self._set_pending(b, {})
 
 
 def render_fleet(projections: Iterable[Base], results: Iterable[Result]) -> bytes:
@@ -353,5 +515,5 @@ def render_fleet(projections: Iterable[Base], results: Iterable[Result]) -> byte
     return renderer.render_body()
 
 
-__all__ = ["BUCKET_BYTES", "GZIP_LEVEL", "Renderer", "Snapshot", "gzip_member", "key_hash", "label_names",
+__all__ = ["BUCKET_BYTES", "GZIP_LEVEL", "Renderer", "Snapshot", "gzip_member", "label_names",
            "render_fleet", "render_object"]
