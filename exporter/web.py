@@ -4,7 +4,7 @@ Owns request handling: basic auth from the web config, taking a renderer snapsho
 loop (so each object's series are consistent), building the gzip members of the buckets changed
 since the last scrape in a worker thread (so a large scrape never blocks event handling),
 streaming the body as its parts (gzip members that concatenate to one gzip stream, or raw bucket
-texts joined one at a time as they are written) without ever joining it, the text-format
+texts decompressed one at a time as they are written) without ever joining it, the text-format
 Content-Type, and recording the scrape's duration and size. Probes are not behind authentication
 so kubelets can reach them. Owns no knowledge of kinds or metric names.
 """
@@ -57,9 +57,9 @@ async def _body(renderer: Renderer, exposition: Exposition, gzip: bool) -> tuple
     """The body's parts, its length on the wire and its uncompressed size; the snapshot is taken now.
 
     Gzip: the members of buckets changed since the last scrape are built in a worker thread, then
-    kept. Raw: nothing is built ahead; each bucket's text is joined when the write reaches it, so
-    a raw scrape never holds more than a bucket's text beyond the cache (raw is the fallback:
-    Prometheus asks for gzip).
+    kept. Raw: nothing is built ahead; each bucket's text is made (decompressed, with its pending
+    changes spliced in) when the write reaches it, so a raw scrape never holds more than a
+    bucket's text beyond the cache (raw is the fallback: Prometheus asks for gzip).
     """
     snap = renderer.snapshot()
     tail = selfmetrics.render(
@@ -155,7 +155,7 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web
         await response.prepare(request)
         for chunk in _chunks(parts):
             # write() waits for the transport to drain past its limit, so the body is sent
-            # piece by piece, never copied into one bytes object (raw parts are even joined
+            # piece by piece, never copied into one bytes object (raw parts are even made
             # only here, one bucket at a time).
             await response.write(chunk)
         await response.write_eof()
