@@ -126,27 +126,19 @@ class Pipeline:
         No rule reads those fields, so evaluating their groups again at the time of their last
         evaluation would give every object the Result it has (the store's state is what that
         evaluation saw, but for fields no rule reads). What time alone changes waits for the
-        periodic re-evaluation, as it does in groups that saw no update at all. A group evaluated
-        in this pass anyway is left to that evaluation; a group whose previous Results are
-        incomplete is evaluated.
+        periodic re-evaluation, as it does in groups that saw no update at all. Only the changed
+        objects are rendered again. A group evaluated in this pass anyway is left to that
+        evaluation; a group where a changed object has no previous Result is evaluated.
         """
         by_group: dict[GroupKey, list[ObjectKey]] = {}
         for key, group in exported.items():
             if group not in evaluated:
                 by_group.setdefault(group, []).append(key)
         for group, keys in by_group.items():
-            members = self._members.get(group, [])
-            items: list[tuple[Base, Result]] = []
-            for key in members:
-                obj, result = self.store.get(key), self.previous.get(key)
-                if obj is None or result is None:
-                    break
-                items.append((obj, result))
-            else:
-                if items and set(keys) <= set(members):
-                    self.renderer.update_group(group, items)
-                    continue
-            self.evaluate_group(group, now)
+            pairs = [(self.store.get(key), self.previous.get(key)) for key in keys]
+            items = [(obj, result) for obj, result in pairs if obj is not None and result is not None]
+            if len(items) < len(keys) or not self.renderer.update_objects(group, items):
+                self.evaluate_group(group, now)
 
     async def run_pass(
         self, groups: set[GroupKey], exported: Mapping[ObjectKey, GroupKey] | None = None

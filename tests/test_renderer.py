@@ -351,3 +351,28 @@ def test_object_evaluated_without_rules_renders_its_reported_conditions():
     assert value(body, "ocm_managedcluster_status_condition", name="spoke1",
                  type="ManagedClusterConditionAvailable", status="Unknown") == 1
     assert value(body, "ocm_managedcluster_info", name="spoke1", uid="u1") == 1
+
+
+def test_update_objects_renders_the_given_members_and_keeps_the_others():
+    renderer = Renderer()
+    m1, m2 = machine("m1"), machine("m2")
+    renderer.update_group(GROUP, [(m1, result(m1, phase="Running")), (m2, result(m2, phase="Running"))])
+    renders = renderer.renders
+    m1b = replace(m1, version="v1.31.0")
+    assert renderer.update_objects(GROUP, [(m1b, result(m1b, phase="Running"))])
+    assert renderer.renders == renders + 1  # m2 was neither rendered nor compared
+    body = renderer.render_body()
+    assert value(body, "capi_machine_info", name="m1", version="v1.31.0") == 1
+    assert value(body, "capi_machine_info", name="m2", version="v1.30.0") == 1
+
+
+def test_update_objects_refuses_an_object_the_group_does_not_hold():
+    renderer = Renderer()
+    m1, stranger = machine("m1"), machine("m9")
+    renderer.update_group(GROUP, [(m1, result(m1, phase="Running"))])
+    before = renderer.render_body()
+    newer = replace(m1, version="v1.31.0")
+    assert not renderer.update_objects(GROUP, [(newer, result(newer, phase="Running")),
+                                               (stranger, result(stranger, phase="Running"))])
+    assert renderer.render_body() == before  # nothing changed, not even the member
+    assert not renderer.update_objects(("capi", "ns", "other"), [(m1, result(m1, phase="Running"))])

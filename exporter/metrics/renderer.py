@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from exporter.engine.model import Base, ObjectKey, Result
@@ -338,6 +338,21 @@ class Renderer:
         else:
             self._members.pop(group, None)
         self._compact()
+
+    def update_objects(self, group: GroupKey, items: Sequence[tuple[Base, Result]]) -> bool:
+        """Re-render some objects ``group`` already contributes; its other objects stay as they are.
+
+        For updates that touch a few objects of a large group: ``update_group`` would compare
+        every member with its last rendering to find the same few. False, changing nothing, when
+        an object is not one of the group's: the caller then renders the whole group.
+        """
+        members = self._members.get(group, set())
+        if not all(obj.key in members for obj, _ in items):
+            return False
+        for obj, result in items:
+            self._put(obj, result)
+        self._compact()
+        return True
 
     def remove_group(self, group: GroupKey) -> None:
         self.update_group(group, ())
