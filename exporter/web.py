@@ -28,6 +28,7 @@ from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.webconfig import WebConfig
 
 WRITE_CHUNK = 1 << 16  # small parts are joined up to this before a write, to save syscalls
+YIELD_AFTER_SECONDS = 0.005  # the longest a /metrics response writes before letting others run
 SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a scrape builds gzip members
 
 LANDING = b"""<html><head><title>fleet-status-exporter</title></head><body>
@@ -153,11 +154,17 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web
         response = web.StreamResponse(headers=headers)
         response.content_length = length
         await response.prepare(request)
+        slice_started = time.perf_counter()
         for chunk in _chunks(parts):
             # write() waits for the transport to drain past its limit, so the body is sent
             # piece by piece, never copied into one bytes object (raw parts are even made
             # only here, one bucket at a time).
             await response.write(chunk)
+            # A client that reads as fast as we write never makes write() wait, and making raw
+            # parts takes CPU: without this a raw scrape would hold the loop for its whole body.
+            if time.perf_counter() - slice_started > YIELD_AFTER_SECONDS:
+                await asyncio.sleep(0)
+                slice_started = time.perf_counter()
         await response.write_eof()
         return response
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import gzip
 import shutil
@@ -18,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.config import ConfigError
 from exporter.engine.model import Machine, Meta, Result
-from exporter.metrics.renderer import Renderer
+from exporter.metrics.renderer import Renderer, Snapshot
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.web import Exposition, _chunks, make_app
 from exporter.webconfig import load as load_web_config
@@ -176,3 +177,41 @@ async def test_raw_body_is_streamed_with_its_length_and_the_switch_interval_is_r
         assert body.startswith(exp.renderer.render_body())
         assert exp.stats.last_scrape_bytes == len(body)
         assert sys.getswitchinterval() == interval
+
+
+@pytest.mark.parametrize("slice_seconds, interleaved", [(0.0, True), (3600.0, False)])
+async def test_a_raw_scrape_lets_other_tasks_run_while_it_writes(aiohttp_client, monkeypatch,
+                                                                 slice_seconds, interleaved):
+    # A fast client never makes write() wait, so only the write loop's own yields let a probe
+    # in; with the slice set beyond the scrape's length the test shows no task ran in between.
+    import exporter.web as web_module
+
+    monkeypatch.setattr(web_module, "YIELD_AFTER_SECONDS", slice_seconds)
+    renderer = Renderer(bucket_bytes=4 << 10)
+    items = []
+    for i in range(300):
+        m = Machine(meta=Meta(kind="Machine", api_version="cluster.x-k8s.io/v1beta2", namespace="ns",
+                              name=f"m{i}", uid=f"u{i}"), cluster_name="c1", version="v1.30.0")
+        items.append((m, Result(key=m.key, api_version="", uid=f"u{i}", cluster_name="c1", phase="Running")))
+    renderer.update_group(("capi", "ns", "c1"), items)
+    exp = Exposition(renderer, ExporterStats(), lambda: True, lambda: [])
+    client = await aiohttp_client(make_app(exp))
+    events: list[str] = []
+    texts = Snapshot.texts
+
+    def recording_texts(self):
+        for part in texts(self):
+            events.append("part")
+            yield part
+
+    monkeypatch.setattr(Snapshot, "texts", recording_texts)
+    request = asyncio.ensure_future(client.get("/metrics", headers={"Accept-Encoding": "identity"}))
+    while not events:  # until the response has started writing
+        await asyncio.sleep(0)
+    while not request.done():
+        events.append("tick")
+        await asyncio.sleep(0)
+    await (await request).read()
+    first, last = events.index("part"), len(events) - events[::-1].index("part")
+    assert events.count("part") > 10
+    assert ("tick" in events[first:last]) is interleaved
