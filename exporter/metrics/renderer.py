@@ -427,7 +427,10 @@ class Renderer:
             return
         key = obj.key
         entry = self._entries.get(key)
-        if entry is not None and entry.obj == obj and entry.result == result:
+        # Identity first: reused Results and untouched projections are the very same objects,
+        # and a dataclass ``==`` builds and compares tuples of every field.
+        if entry is not None and (entry.obj is obj or entry.obj == obj) and (
+                entry.result is result or entry.result == result):
             return  # unchanged: keep the lines rendered last time
         fragments = render_object(spec, self._index, obj, result)
         self.renders += 1
