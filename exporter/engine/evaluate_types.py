@@ -43,7 +43,10 @@ class Computed:
     findings: tuple[Finding, ...] = ()
 
     def condition(self, type_: str) -> Condition | None:
-        return next((c for c in self.conditions if c.type == type_), None)
+        for c in self.conditions:  # a plain loop: rules call this hundreds of times per group
+            if c.type == type_:
+                return c
+        return None
 
 
 # ---- groups: what the store hands over --------------------------------------------------------
@@ -132,7 +135,8 @@ class GroupView:
 
     def effective(self, key: ObjectKey, type_: str) -> Condition | None:
         """The object's reported v1beta2 condition of this type, else the engine's."""
-        reported = self._reported_by_type(key).get(type_)
+        found = self._reported.get(key)
+        reported = (found if found is not None else self._reported_by_type(key)).get(type_)
         if reported is not None:
             return reported
         computed = self._computed.get(key)

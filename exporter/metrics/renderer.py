@@ -328,9 +328,15 @@ class Renderer:
     def update_group(self, group: GroupKey, items: Iterable[tuple[Base, Result]]) -> None:
         """Make ``group`` contribute exactly ``items``; objects it no longer holds disappear."""
         fresh: set[ObjectKey] = set()
+        entries = self._entries
         for obj, result in items:
-            fresh.add(obj.key)
-            self._put(obj, result)
+            key = obj.key
+            fresh.add(key)
+            entry = entries.get(key)
+            # Most members of an evaluated group are unchanged, the very same objects: skip them
+            # here rather than in a call to ``_put`` each.
+            if entry is None or entry.obj is not obj or entry.result is not result:
+                self._put(obj, result)
         for key in self._members.get(group, set()) - fresh:
             self._drop(key)
         if fresh:
