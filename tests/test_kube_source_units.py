@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +94,29 @@ async def test_connect_uses_kubeconfig_env_outside_a_cluster(
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     with pytest.raises(Exception):  # noqa: B017 - kubernetes_asyncio raises its own ConfigException
         await connect(KubeSourceConfig())
+
+
+def test_connect_loads_no_generated_api_or_model_class_until_one_is_asked_for(tmp_path: Path) -> None:
+    # A fresh interpreter: this one may have imported the whole package already.
+    path = FakeKubeAPI().write_kubeconfig(tmp_path / "cfg")
+    script = f"""
+import asyncio, sys
+from exporter.sources.kube import KubeSourceConfig, connect
+
+async def main():
+    transport = await connect(KubeSourceConfig(kubeconfig={str(path)!r}))
+    await transport.close()
+
+asyncio.run(main())
+loaded = [m for m in sys.modules if m.startswith("kubernetes_asyncio.client.")]
+assert not any(".models." in m or ".api." in m for m in loaded), loaded
+assert len(loaded) < 10, loaded
+import kubernetes_asyncio.client as client
+from kubernetes_asyncio.client.models import V1Pod
+assert client.CoreV1Api.__name__ == "CoreV1Api" and V1Pod.__name__ == "V1Pod"
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

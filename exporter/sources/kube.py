@@ -10,7 +10,8 @@ parsing (``exporter.engine.parse.project``, called once per object). JSON is dec
 stdlib ``json`` module, once per list page or event.
 
 kubernetes_asyncio supplies configuration, authentication (token refresh included) and the HTTP
-session; its ``Watch`` helper is deliberately not used (see ``informer.py``).
+session, loaded through ``kube_client`` without its generated API and model classes; its ``Watch``
+helper is deliberately not used (see ``informer.py``).
 """
 
 from __future__ import annotations
@@ -100,8 +101,9 @@ class ApiClientTransport:
 
 async def connect(config: KubeSourceConfig, pool_size: int = 100) -> ApiClientTransport:
     """An authenticated client; raises when no configuration can be loaded (nothing is contacted)."""
-    from kubernetes_asyncio import client
-    from kubernetes_asyncio import config as kube_config
+    from exporter.sources import kube_client
+
+    client, kube_config = kube_client.load()
 
     configuration = client.Configuration()
     if config.kubeconfig:
@@ -110,7 +112,7 @@ async def connect(config: KubeSourceConfig, pool_size: int = 100) -> ApiClientTr
         )
         where = config.kubeconfig
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        kube_config.load_incluster_config(client_configuration=configuration)
         where = "in-cluster service account"
     else:
         where = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
