@@ -162,3 +162,15 @@ def test_a_change_carries_a_marker_that_reads_back(fleet: list[Obj]) -> None:
     assert probes.markers(text) == {(ns, name): MARKER_BASE + 1}
     assert probes.series_count(text) == 2
     assert probes.percentile([3.0, 1.0, 2.0], 50) == 2.0
+
+
+def test_visibility_bounds_a_change_by_the_scrape_that_missed_it_and_the_one_that_showed_it() -> None:
+    tracker = probes.Visibility(0)
+    tracker.add([{"namespace": "ns", "name": "m1", "marker": 7, "at": 1.0}], 1)
+    missed = probes.Scrape(start=2.0, headers=2.5, end=3.0, gzip=False, wire_bytes=0, body=b"")
+    tracker.observe(missed, {("ns", "m1"): 6})
+    assert tracker.latencies == [] and tracker.lower_bounds == []
+    showed = probes.Scrape(start=5.0, headers=6.0, end=7.0, gzip=False, wire_bytes=0, body=b"")
+    tracker.observe(showed, {("ns", "m1"): 7})
+    assert tracker.latencies == [5.0]  # up to the headers of the scrape that showed it
+    assert tracker.lower_bounds == [1.0]  # not applied yet when the scrape that missed it began

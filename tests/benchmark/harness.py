@@ -319,6 +319,8 @@ class Run:
             "event_to_scrape_p50_s": percentile(tracker.latencies, 50),
             "event_to_scrape_p99_s": percentile(tracker.latencies, 99),
             "event_to_scrape_samples": len(tracker.latencies),
+            "event_to_scrape_lower_p50_s": percentile(tracker.lower_bounds, 50),
+            "event_to_scrape_lower_p99_s": percentile(tracker.lower_bounds, 99),
             "never_seen": tracker.older_than(max(s.start for s in raw + gz) - 2.0),
             "poll_interval_p50_s": percentile([b - a for a, b in itertools.pairwise(starts)], 50),
             "stall_during_scrape_s": probes.worst_during(records, windows),

@@ -230,6 +230,10 @@ class Visibility:
         self.next = start_index
         self.pending: dict[tuple[str, str], list[tuple[int, float]]] = {}
         self.latencies: list[float] = []
+        # Lower bounds of the same latencies: a change that a scrape showed but the one before did
+        # not was not yet applied when that earlier scrape began, whatever the poll interval.
+        self.lower_bounds: list[float] = []
+        self.previous_start: float | None = None
 
     def add(self, changes: list[dict[str, Any]], next_index: int) -> None:
         for c in changes:
@@ -249,9 +253,12 @@ class Visibility:
             for marker, at in waiting:
                 if value >= marker and at <= scrape.headers:
                     self.latencies.append(max(scrape.headers - at, 0.0))
+                    before = self.previous_start
+                    self.lower_bounds.append(max(before - at, 0.0) if before is not None else 0.0)
                 else:
                     keep.append((marker, at))
             if keep:
                 self.pending[key] = keep
             else:
                 del self.pending[key]
+        self.previous_start = scrape.start

@@ -109,6 +109,8 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("event-to-scrape p50", lambda r: r.get("churn", {}).get("event_to_scrape_p50_s"), "{:.3f} s"),
     ("event-to-scrape p99", lambda r: r.get("event_to_scrape_p99_s"), "{:.3f} s"),
     ("  (poll interval p50)", lambda r: r.get("churn", {}).get("poll_interval_p50_s"), "{:.3f} s"),
+    ("  (lower bound p50 / p99)", lambda r: _pair(r.get("churn", {}), "event_to_scrape_lower_p50_s",
+                                                  "event_to_scrape_lower_p99_s"), "{}"),
     ("per-event CPU ratio, largest / smallest scale", lambda r: r.get("per_event_ratio"), "{:.2f}"),
 ]
 _BUDGET_OF_ROW = {
@@ -161,3 +163,9 @@ def _mb(v: Any) -> float | None:
 
 def _ms(v: Any) -> float | None:
     return v * 1000 if isinstance(v, int | float) and not math.isnan(v) else None
+
+
+def _pair(churn: dict[str, Any], low: str, high: str) -> str | None:
+    if low not in churn or high not in churn:
+        return None
+    return f"{churn[low]:.3f} s / {churn[high]:.3f} s"
