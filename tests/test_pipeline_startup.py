@@ -1,0 +1,120 @@
+"""Start-up of the evaluation loop: nothing is evaluated while the source is still listing, except
+rare progress passes; everything listed is evaluated at once when the source reports sync, and only
+then is the pipeline ready. The cyclic garbage collector runs on a timer until then."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from pathlib import Path
+
+import pytest
+
+from exporter import app
+from exporter.app import FilteringSink, Pipeline, hold_gc
+from exporter.engine.evaluate import evaluate_all
+from exporter.metrics.renderer import Renderer
+from exporter.metrics.selfmetrics import ExporterStats
+from exporter.sources.files import load
+from exporter.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+NOW = 1_795_176_000.0
+
+
+def _pipeline() -> tuple[Pipeline, Store, list[bool]]:
+    store = Store()
+    pipeline = Pipeline(store, FilteringSink(store), Renderer(), ExporterStats(), lambda _key: True)
+    pipeline.clock = lambda: NOW
+    synced = [False]
+    pipeline.source_synced = lambda: synced[0]
+    return pipeline, store, synced
+
+
+async def _until(check, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.002)
+
+
+def _fill(store: Store) -> None:
+    objects = load(ROOT / "examples").projections
+    by_kind: dict[str, list] = {}
+    for obj in objects:
+        by_kind.setdefault(obj.meta.kind, []).append(obj)
+    for kind, objs in by_kind.items():
+        store.replace(kind, objs)
+
+
+async def test_nothing_is_evaluated_before_sync_then_everything_at_once() -> None:
+    pipeline, store, synced = _pipeline()
+    loop = asyncio.create_task(pipeline.run(debounce=0.001, progress=3600))
+    try:
+        _fill(store)
+        await asyncio.sleep(0.05)  # many debounce periods
+        assert pipeline.passes == 0 and len(pipeline.renderer) == 0 and not pipeline.ready
+        groups = len(store.all_groups())
+        synced[0] = True
+        await _until(lambda: pipeline.ready)
+        assert pipeline.passes == 1 and pipeline.stats.evaluated_groups == groups
+        assert pipeline.progress_passes == 0
+        # Ready means every object listed at sync has its Result and is rendered.
+        expected = evaluate_all(load(ROOT / "examples").projections, NOW)
+        assert pipeline.previous == {r.key: r for r in expected}
+        assert len(pipeline.renderer) == len(pipeline.previous)
+    finally:
+        loop.cancel()
+
+
+async def test_progress_passes_before_sync_do_not_make_the_pipeline_ready() -> None:
+    pipeline, store, synced = _pipeline()
+    loop = asyncio.create_task(pipeline.run(debounce=0.001, progress=0.01))
+    try:
+        _fill(store)
+        await _until(lambda: pipeline.progress_passes >= 1)
+        assert len(pipeline.renderer) > 0, "a progress pass renders what was listed so far"
+        assert not pipeline.ready
+        passes = pipeline.passes
+        await asyncio.sleep(0.05)
+        assert pipeline.passes == passes, "nothing changed: no further pass"
+        synced[0] = True
+        await _until(lambda: pipeline.ready)
+        assert pipeline.progress_passes == passes
+    finally:
+        loop.cancel()
+
+
+async def test_after_the_first_sync_changes_are_evaluated_even_when_the_source_is_not_synced() -> None:
+    """A resource found later (an InfraMachinePool kind) unsyncs the source; events keep flowing."""
+    pipeline, store, synced = _pipeline()
+    synced[0] = True
+    loop = asyncio.create_task(pipeline.run(debounce=0.001, progress=3600))
+    try:
+        _fill(store)
+        await _until(lambda: pipeline.ready)
+        synced[0] = False
+        passes = pipeline.passes
+        cluster = next(o for o in load(ROOT / "examples").projections if o.meta.kind == "Cluster")
+        store.delete("Cluster", cluster.meta.namespace, cluster.meta.name)
+        await _until(lambda: pipeline.passes > passes)
+        assert cluster.key not in pipeline.previous
+    finally:
+        loop.cancel()
+
+
+async def test_hold_gc_collects_on_a_timer_until_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    collections: list[int] = []
+    monkeypatch.setattr(app.gc, "collect", lambda *a: collections.append(1) or 0)
+    ready = [False]
+    assert gc.isenabled()
+    task = asyncio.create_task(hold_gc(lambda: ready[0], interval=0.01))
+    try:
+        await _until(lambda: len(collections) >= 2)
+        assert not gc.isenabled()
+        ready[0] = True
+        await asyncio.wait_for(task, 5)
+        assert gc.isenabled()
+    finally:
+        task.cancel()
+        gc.enable()
