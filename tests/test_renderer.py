@@ -376,3 +376,26 @@ def test_update_objects_refuses_an_object_the_group_does_not_hold():
                                                (stranger, result(stranger, phase="Running"))])
     assert renderer.render_body() == before  # nothing changed, not even the member
     assert not renderer.update_objects(("capi", "ns", "other"), [(m1, result(m1, phase="Running"))])
+
+
+def test_a_change_to_one_side_gives_the_lines_a_fresh_rendering_gives():
+    # Only the families that read the changed side (object or Result) are rendered again.
+    m = machine()
+    r = result(m, reported=[Condition("Ready", T, "Ready", last_transition_time=1.0)], phase="Running")
+    renderer = Renderer()
+    renderer.update_group(GROUP, [(m, r)])
+    steps = [
+        (replace(m, certificates_expiry=2_000_000_000.0, version="v1.31.0"), r),  # object only
+        (None, result(m, reported=[Condition("Ready", F, "NotReady", last_transition_time=2.0)],
+                      phase="Running")),  # Result only
+        (replace(m, meta=replace(m.meta, uid="uid-other")), None),  # identity changed
+    ]
+    obj, res = m, r
+    for new_obj, new_res in steps:
+        obj, res = new_obj or obj, new_res or res
+        before = renderer.renders
+        renderer.update_group(GROUP, [(obj, res)])
+        assert renderer.renders == before + 1
+        fresh = Renderer()
+        fresh.update_group(GROUP, [(obj, res)])
+        assert renderer.render_body() == fresh.render_body()

@@ -250,11 +250,11 @@ MACHINE = KindSpec("Machine", "capi_machine", IDENTITY, (
     ),
     family(
         "capi_machine_addresses", "The addresses of a Machine (status.addresses).", "info",
-        ("address", "type"), "status.addresses", _addresses, compat=True,
+        ("address", "type"), "status.addresses", _addresses, compat=True, reads="object",
     ),
     family(
         "capi_machine_status_noderef", "The Node a Machine is linked to (status.nodeRef).", "info",
-        ("node_name",), "status.nodeRef.name", _noderef, compat=True,
+        ("node_name",), "status.nodeRef.name", _noderef, compat=True, reads="object",
     ),
     field_family(
         "capi_machine_status_certificatesexpirydate",

@@ -105,29 +105,30 @@ def condition_families(prefix: str, kind: str, *, compat: bool = True) -> tuple[
             f"The current status of each condition of a {kind}: the controller's v1beta2 condition, "
             "or the exporter's computed one where the controller reports none.",
             "stateset", ("type", "status"), "status.conditions (effective)", _conditions, compat=compat,
+            reads="result",
         ),
         family(
             f"{prefix}_status_condition_last_transition_time",
             f"The lastTransitionTime of each effective condition of a {kind}, in Unix seconds.",
             "gauge", ("type", "status"), "status.conditions[].lastTransitionTime", _transition_times,
-            compat=compat,
+            compat=compat, reads="result",
         ),
         family(
             f"{prefix}_status_condition_reason",
             f"The reason of each effective condition of a {kind} (bounded; unlisted reasons read Other).",
-            "info", ("type", "reason"), "status.conditions[].reason", _reasons,
+            "info", ("type", "reason"), "status.conditions[].reason", _reasons, reads="result",
         ),
         family(
             f"{prefix}_status_condition_computed",
             f"1 for each {kind} condition the exporter computes because the controller reports none "
             "of that type; absent for the controller's own conditions.",
-            "gauge", ("type",), "engine", _computed,
+            "gauge", ("type",), "engine", _computed, reads="result",
         ),
         family(
             f"{prefix}_status_condition_mismatch",
             f"1 for each {kind} condition whose reported status differs from the status the exporter "
             "computes for it; absent when they agree or only one side exists.",
-            "gauge", ("type",), "engine vs status.conditions", _mismatch,
+            "gauge", ("type",), "engine vs status.conditions", _mismatch, reads="result",
         ),
     )
 
@@ -138,13 +139,13 @@ def metadata_families(
     out = [
         family(
             f"{prefix}_created", f"Unix creation timestamp of a {kind}.", "gauge", (),
-            "metadata.creationTimestamp", _created, compat=compat,
+            "metadata.creationTimestamp", _created, compat=compat, reads="object",
         ),
         family(
             f"{prefix}_deletion_timestamp_seconds",
             f"Unix time the deletion of a {kind} was requested; absent while not deleting "
             "(time() minus it is the deletion age).",
-            "gauge", (), "metadata.deletionTimestamp", _deletion,
+            "gauge", (), "metadata.deletionTimestamp", _deletion, reads="object",
         ),
     ]
     if paused_annotation:
@@ -154,7 +155,7 @@ def metadata_families(
                 f"Whether a {kind} carries the cluster.x-k8s.io/paused annotation "
                 "(series only when present).",
                 "info", ("paused_value",), "metadata.annotations['cluster.x-k8s.io/paused']",
-                _paused_annotation, compat=True,
+                _paused_annotation, compat=True, reads="object",
             )
         )
     return tuple(out)
@@ -181,7 +182,7 @@ def counter_family(name: str, help_text: str, key: str, *, compat: bool = False)
         value = s.result.counters.get(key)
         return [((), float(value))] if value is not None else []
 
-    return family(name, help_text, "gauge", (), f"status.{key}", extract, compat=compat)
+    return family(name, help_text, "gauge", (), f"status.{key}", extract, compat=compat, reads="result")
 
 
 def field_family(
@@ -193,7 +194,7 @@ def field_family(
         value = read(s.obj)
         return [((), float(value))] if value is not None else []
 
-    return family(name, help_text, "gauge", (), source, extract, compat=compat)
+    return family(name, help_text, "gauge", (), source, extract, compat=compat, reads="object")
 
 
 def info_family(
@@ -203,7 +204,7 @@ def info_family(
     def extract(s: Subject[Any]) -> Iterable[Sample]:
         return [(tuple(read(s.obj)), 1.0)]
 
-    return family(name, help_text, "info", labels, source, extract, compat=compat)
+    return family(name, help_text, "info", labels, source, extract, compat=compat, reads="object")
 
 
 def findings_family(name: str, domain: str, with_cluster: bool) -> FamilySpec:

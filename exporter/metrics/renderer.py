@@ -43,6 +43,7 @@ from exporter.metrics.exposition import header, label_pairs, sample_lines
 from exporter.metrics.spec import (
     FamilySpec,
     KindSpec,
+    Reads,
     Subject,
     effective_conditions,
     identity_values,
@@ -80,12 +81,20 @@ def gzip_member(data: bytes, level: int = GZIP_LEVEL) -> bytes:
     return zlib.compress(data, level, 31)
 
 
-def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: Result) -> Fragments:
-    """All lines of one object, per family; families without samples are left out."""
+def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: Result,
+                  unchanged: Reads | None = None) -> Fragments:
+    """All lines of one object, per family; families without samples are left out.
+
+    ``unchanged``: "object" or "result" when only the other one changed since the last
+    rendering (identity labels included): families that read only the unchanged one are skipped
+    (their lines are the previous ones), and so are left out too.
+    """
     subject: Subject[Base] = Subject(obj, result, effective_conditions(result))
     identity = label_pairs(spec.identity, identity_values(spec, obj))
     out: list[tuple[int, bytes]] = []
     for fam in spec.families:
+        if fam.reads == unchanged:
+            continue
         samples = list(fam.extract(subject))
         if samples:
             text = sample_lines(fam.name, identity if fam.identity else "", fam.labels, samples)
@@ -433,12 +442,21 @@ class Renderer:
             return
         key = obj.key
         entry = self._entries.get(key)
-        # Identity first: reused Results and untouched projections are the very same objects,
-        # and a dataclass ``==`` builds and compares tuples of every field.
-        if entry is not None and (entry.obj is obj or entry.obj == obj) and (
-                entry.result is result or entry.result == result):
-            return  # unchanged: keep the lines rendered last time
-        fragments = render_object(spec, self._index, obj, result)
+        unchanged: Reads | None = None
+        if entry is not None:
+            # Identity first: reused Results and untouched projections are the very same objects,
+            # and a dataclass ``==`` builds and compares tuples of every field.
+            same_obj = entry.obj is obj or entry.obj == obj
+            same_result = entry.result is result or entry.result == result
+            if same_obj and same_result:
+                return  # unchanged: keep the lines rendered last time
+            # An update of a status field leaves the Result alone, an evaluation of an owner's
+            # Machines leaves the owner alone: the families of the side that held keep their lines.
+            if same_obj:
+                unchanged = "object"
+            elif same_result and identity_values(spec, entry.obj) == identity_values(spec, obj):
+                unchanged = "result"
+        fragments = render_object(spec, self._index, obj, result, unchanged)
         self.renders += 1
         old: dict[int, tuple[int, int, int]] = {}
         if entry is not None:
@@ -459,8 +477,14 @@ class Renderer:
             buckets.append(b)
             fingerprints.append(fp)
             lengths.append(n)
-        for i, (b, _, n) in old.items():
-            self._set(i, b, key, None, n)
+        for i, (b, fp, n) in old.items():
+            if self.families[i].reads == unchanged:  # skipped: its lines stand
+                families.append(i)
+                buckets.append(b)
+                fingerprints.append(fp)
+                lengths.append(n)
+            else:
+                self._set(i, b, key, None, n)
         self._entries[key] = _Entry(obj, result, families, buckets, fingerprints, lengths)
 
     def _drop(self, key: ObjectKey) -> None:

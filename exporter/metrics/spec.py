@@ -16,6 +16,10 @@ from exporter.engine.model import Base, Condition, Result
 from exporter.metrics.exposition import Sample
 
 MetricType = Literal["gauge", "info", "stateset", "counter"]
+Reads = Literal["object", "result", "both"]
+"""What a family's extractor reads besides the identity labels: the projection, the Result (and
+the effective conditions built from it), or both. The renderer skips families whose input did
+not change; tests/test_family_reads.py holds every family to its declaration."""
 P = TypeVar("P", bound=Base)
 
 # The text format 0.0.4 knows gauge and counter only; info and state sets are gauges there.
@@ -57,6 +61,7 @@ class FamilySpec:
     extract: Extractor
     compat: bool = False  # same name and labels as the kube-state-metrics config Cluster API ships
     identity: bool = True
+    reads: Reads = "both"
 
     @property
     def exposition_type(self) -> str:
@@ -122,5 +127,6 @@ def family(
     *,
     compat: bool = False,
     identity: bool = True,
+    reads: Reads = "both",
 ) -> FamilySpec:
-    return FamilySpec(name, help_text, type_, tuple(labels), source, extract, compat, identity)
+    return FamilySpec(name, help_text, type_, tuple(labels), source, extract, compat, identity, reads)

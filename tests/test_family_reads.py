@@ -1,0 +1,81 @@
+"""Every family reads what its ``reads`` declares, so the renderer may skip it when that held.
+
+Each family's extractor runs over every object of the example fleet (and a benchmark-fleet
+sample) with the side it claims not to read replaced by a tripwire: touching it fails the test,
+and the samples must be those of a normal extraction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter.engine.evaluate import evaluate_all
+from exporter.engine.parse import project
+from exporter.metrics.catalog import kind_spec, object_families
+from exporter.metrics.spec import Subject, effective_conditions
+from exporter.sources.files import load
+from tests.benchmark.fleet import generate
+
+ROOT = Path(__file__).resolve().parents[1]
+NOW = 1_795_392_000.0
+
+
+class Tripwire:
+    """Stands in for what a family must not read: any use fails."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"reads {self._what}.{name}")
+
+    def __iter__(self) -> Any:
+        raise AssertionError(f"iterates {self._what}")
+
+    def __len__(self) -> int:
+        raise AssertionError(f"measures {self._what}")
+
+    def __bool__(self) -> bool:
+        raise AssertionError(f"tests {self._what}")
+
+
+def fleet() -> list[tuple[Any, Any]]:
+    objects = list(load(ROOT / "examples").projections)
+    objects += [p for p in (project(o) for o in generate(1, 3)) if p is not None]
+    results = {r.key: r for r in evaluate_all(objects, NOW)}
+    return [(o, results[o.key]) for o in objects if o.key in results and kind_spec(o) is not None]
+
+
+PAIRS = fleet()
+
+
+def test_declarations_cover_both_sides() -> None:
+    reads = {f.reads for f in object_families()}
+    assert reads == {"object", "result", "both"}
+
+
+@pytest.mark.parametrize("side", ["object", "result"])
+def test_families_read_only_their_side(side: str) -> None:
+    checked = 0
+    for obj, result in PAIRS:
+        spec = kind_spec(obj)
+        assert spec is not None
+        effective = effective_conditions(result)
+        normal: Subject[Any] = Subject(obj, result, effective)
+        if side == "result":  # a family declared to read the Result never sees the object
+            blind: Subject[Any] = Subject(Tripwire("object"), result, effective)  # type: ignore[arg-type]
+        else:
+            blind = Subject(obj, Tripwire("result"), Tripwire("effective"))  # type: ignore[arg-type]
+        for fam in spec.families:
+            if fam.reads != side:
+                continue
+            try:
+                got = list(fam.extract(blind))
+            except AssertionError as exc:
+                raise AssertionError(f"{fam.name} declares reads={side!r} but {exc}") from None
+            assert got == list(fam.extract(normal)), fam.name
+            checked += 1
+    assert checked > 100
