@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from exporter.sources import discovery
-from exporter.sources.discovery import INFRA_GROUP, ResourceSpec, infra_pool_spec, resolve
-from exporter.sources.informer import Backoff, LoopSettings
+from exporter.sources.discovery import INFRA_GROUP, Resource, ResourceSpec, infra_pool_spec, resolve
+from exporter.sources.informer import Backoff, LoopSettings, ResourceLoop, ResourceStats
 from exporter.sources.kube import KubeSourceConfig, connect
 from tests.kubeapi import FakeKubeAPI
+from tests.kubeapi.fixtures import RecordingSink, obj, simple_project
 
 
 def test_backoff_doubles_with_jitter_caps_and_resets(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,3 +123,46 @@ print("ok")
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+class _Page:
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.status, self._body = 200, body
+
+    async def read(self) -> bytes:
+        return json.dumps(self._body).encode()
+
+    def release(self) -> None:
+        pass
+
+
+async def test_the_next_list_page_is_requested_while_the_current_one_is_projected() -> None:
+    pages = [
+        {"metadata": {"continue": "p2" if i == 0 else "", "resourceVersion": "7"},
+         "items": [obj("Machine", f"m{i}-{j}") for j in range(3)]}
+        for i in range(2)
+    ]
+    requested: list[str] = []
+
+    class Transport:
+        async def get(self, path: str, params: list[tuple[str, str]], timeout: Any) -> _Page:
+            token = dict(params).get("continue", "")
+            requested.append(token)
+            return _Page(pages[1 if token else 0])
+
+    seen: list[tuple[str, int]] = []
+
+    def project(raw: Any) -> Any:
+        time.sleep(0.01)  # slow enough that a page takes longer than one slice of the event loop
+        seen.append((raw["metadata"]["name"], len(requested)))
+        return simple_project(raw)
+
+    sink = RecordingSink()
+    resource = Resource(ResourceSpec("cluster.x-k8s.io", "Machine"), "v1beta2", "machines", True)
+    settings = LoopSettings(page_size=3)
+    loop = ResourceLoop(resource, None, Transport(), sink, project, ResourceStats(), settings)
+    assert await loop._list() == "7"
+    assert requested == ["", "p2"]
+    # The second page was asked for before the first page's last object was projected.
+    assert dict(seen)["m0-2"] == 2
+    assert sorted(key[-1] for key in sink.view()) == [f"m{i}-{j}" for i in range(2) for j in range(3)]

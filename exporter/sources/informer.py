@@ -1,8 +1,9 @@
 """One informer loop: list, then watch, of one Kubernetes resource in one scope, into a sink.
 
 Owns the rules of ``docs/architecture.md`` / design "Correctness rules for the kube source" for a
-single (resource, namespace): a paginated list (restarted when its continue token expires) whose
-projections replace the scope's contents atomically; watches from the list's resourceVersion,
+single (resource, namespace): a paginated list (restarted when its continue token expires; each
+next page requested while the current one is projected) whose projections replace the scope's
+contents atomically; watches from the list's resourceVersion,
 advanced by events and bookmarks; 410 (HTTP or in-stream ERROR) leads to a relist, never to a
 re-watch at the same version; every watch has a server ``timeoutSeconds`` and a client inactivity
 timeout read with asyncio; errors back off with jitter. Also owns the plain counters the metrics
@@ -29,6 +30,8 @@ from exporter.sources.discovery import Resource
 log = logging.getLogger("exporter.sources.kube")
 
 Projector = Callable[[Mapping[str, Any]], Base | None]
+# The longest stretch of projecting a list page between yields to the event loop.
+YIELD_AFTER_SECONDS = 0.02
 
 
 class Sink(Protocol):
@@ -188,29 +191,45 @@ class ResourceLoop:
         projections: list[Base] = []
         keys: set[tuple[str, str]] = set()
         token, restarts = "", 0
-        while True:
-            params = [("limit", str(self._s.page_size)), *self._selector()]
-            if token:
-                params.append(("continue", token))
-            status, body = await self._get_json(params, timeout)
-            if status == 410 and token and restarts < 3:
-                # The continue token outlived the server's history: start a fresh full list.
-                bump(self.stats.list_requests, "expired")
-                log.info("continue token of %s expired; restarting the list", self._where)
-                projections, keys, token, restarts = [], set(), "", restarts + 1
-                continue
-            if status != 200 or not isinstance(body, dict):
-                raise _status_error(status, body)
-            bump(self.stats.list_requests, "success")
-            for raw in body.get("items") or []:
-                if isinstance(raw, dict):
-                    keys.add(self._key(raw))
-                    if (p := self._read(raw)) is not None:
-                        projections.append(p)
-            meta = body.get("metadata") or {}
-            token = str(meta.get("continue") or "")
-            if not token:
-                break
+        page = self._fetch_page(token, timeout)
+        try:
+            while True:
+                status, body = await page
+                if status == 410 and token and restarts < 3:
+                    # The continue token outlived the server's history: start a fresh full list.
+                    bump(self.stats.list_requests, "expired")
+                    log.info("continue token of %s expired; restarting the list", self._where)
+                    projections, keys, token, restarts = [], set(), "", restarts + 1
+                    page = self._fetch_page(token, timeout)
+                    continue
+                if status != 200 or not isinstance(body, dict):
+                    raise _status_error(status, body)
+                bump(self.stats.list_requests, "success")
+                meta = body.get("metadata") or {}
+                token = str(meta.get("continue") or "")
+                if token:
+                    # The API server (another process) builds and sends the next page while this
+                    # one is projected, instead of both sides waiting for each other in turn.
+                    page = self._fetch_page(token, timeout)
+                slice_started = time.perf_counter()
+                for raw in body.get("items") or []:
+                    if isinstance(raw, dict):
+                        keys.add(self._key(raw))
+                        if (p := self._read(raw)) is not None:
+                            projections.append(p)
+                    if time.perf_counter() - slice_started > YIELD_AFTER_SECONDS:
+                        # Projecting a page takes ~0.1 s: let the next page's request go out and
+                        # its bytes in, and /healthz answer, meanwhile.
+                        await asyncio.sleep(0)
+                        slice_started = time.perf_counter()
+                del body
+                if not token:
+                    break
+        finally:
+            if not page.done():
+                page.cancel()
+            # Retrieve what a page fetched for a list that failed meanwhile ended with, unlogged.
+            page.add_done_callback(lambda t: t.cancelled() or t.exception())
         self._sink.replace(self.resource.kind, projections, self.namespace)
         self._keys = keys
         self.stats.objects[self._scope] = len(keys)
@@ -218,6 +237,12 @@ class ResourceLoop:
             log.info("synced %s: %d objects", self._where, len(keys))
         self.stats.scopes_synced[self._scope] = True
         return str(meta.get("resourceVersion") or "")
+
+    def _fetch_page(self, token: str, timeout: aiohttp.ClientTimeout) -> asyncio.Task[tuple[int, Any]]:
+        params = [("limit", str(self._s.page_size)), *self._selector()]
+        if token:
+            params.append(("continue", token))
+        return asyncio.create_task(self._get_json(params, timeout), name=f"list {self._where}")
 
     async def _get_json(
         self, params: list[tuple[str, str]], timeout: aiohttp.ClientTimeout
