@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import signal
 import time
@@ -28,6 +27,7 @@ from exporter.config import Config, ConfigError
 from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
 from exporter.engine.model import Base, ObjectKey, Result
+from exporter.gcpolicy import manage_gc
 from exporter.logging_setup import setup as setup_logging
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
@@ -47,9 +47,6 @@ YIELD_AFTER_SECONDS = 0.02
 # times the last such pass's duration before the next one.
 PROGRESS_SECONDS = 15.0
 PROGRESS_SPACING = 3.0
-# How often the cyclic garbage collector runs while the first lists are absorbed (see hold_gc).
-GC_DURING_SYNC_SECONDS = 5.0
-GC_SPACING = 20.0
 
 
 class Stoppable(Protocol):
@@ -302,7 +299,7 @@ async def _serve(config: Config) -> int:
         loop.add_signal_handler(sig, stop.set)
     tasks.append(asyncio.create_task(pipeline.run(), name="evaluation"))
     reporter = asyncio.create_task(_report_sync(source_synced, store, renderer), name="sync-report")
-    collector = asyncio.create_task(hold_gc(lambda: pipeline.ready), name="gc-during-sync")
+    collector = asyncio.create_task(manage_gc(lambda: pipeline.ready), name="gc")
     stopper = asyncio.create_task(stop.wait())
     # The source and the evaluation loop run until cancelled: either ending means something broke.
     done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -319,34 +316,6 @@ async def _serve(config: Config) -> int:
         await s.stop()
     await runner.cleanup()
     return 1 if failed else 0
-
-
-async def hold_gc(ready: Callable[[], bool], interval: float = GC_DURING_SYNC_SECONDS) -> None:
-    """Collect cyclic garbage on a timer instead of by allocation counts until ``ready()``.
-
-    While the first lists are absorbed the heap only grows: every page's decoded JSON survives
-    young collections while it is projected, and the growth keeps triggering full collections
-    that traverse every projection and rendered fragment held so far (about a third of the
-    exporter's start-up CPU on a large hub, for almost no garbage: the objects are acyclic and
-    die by reference counting). A collection every ``interval`` still bounds what cycles aiohttp
-    or a retrying list leave behind, if the source takes long to sync. Ends, with automatic
-    collection on again, once ready.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        next_collection = time.monotonic() + interval
-        while not ready():
-            await asyncio.sleep(min(interval, DEBOUNCE_SECONDS))
-            if time.monotonic() >= next_collection and not ready():
-                started = time.monotonic()
-                gc.collect()
-                ended = time.monotonic()
-                # Each collection traverses the whole heap held so far: space them out as it grows.
-                next_collection = ended + max(interval, GC_SPACING * (ended - started))
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 async def _report_sync(synced: Callable[[], bool], store: Store, renderer: Renderer) -> None:

@@ -5,14 +5,16 @@ then is the pipeline ready. The cyclic garbage collector runs on a timer until t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 from pathlib import Path
 
 import pytest
 
-from exporter import app
-from exporter.app import FilteringSink, Pipeline, hold_gc
+from exporter import gcpolicy
+from exporter.app import FilteringSink, Pipeline
 from exporter.engine.evaluate import evaluate_all
+from exporter.gcpolicy import manage_gc
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats
 from exporter.sources.files import load
@@ -103,18 +105,29 @@ async def test_after_the_first_sync_changes_are_evaluated_even_when_the_source_i
         loop.cancel()
 
 
-async def test_hold_gc_collects_on_a_timer_until_ready(monkeypatch: pytest.MonkeyPatch) -> None:
-    collections: list[int] = []
-    monkeypatch.setattr(app.gc, "collect", lambda *a: collections.append(1) or 0)
+async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(gcpolicy.gc, "collect", lambda *a: calls.append("collect") or 0)
+    monkeypatch.setattr(gcpolicy.gc, "freeze", lambda: calls.append("freeze"))
     ready = [False]
     assert gc.isenabled()
-    task = asyncio.create_task(hold_gc(lambda: ready[0], interval=0.01))
+    task = asyncio.create_task(manage_gc(lambda: ready[0], interval=0.01, refreeze=0.05))
     try:
-        await _until(lambda: len(collections) >= 2)
-        assert not gc.isenabled()
+        await _until(lambda: calls.count("collect") >= 2)
+        assert not gc.isenabled()  # no automatic collection while the fleet loads
+        assert "freeze" not in calls
         ready[0] = True
-        await asyncio.wait_for(task, 5)
+        await _until(lambda: "freeze" in calls)
         assert gc.isenabled()
+        at_ready = len(calls)
+        assert calls[-1] == "freeze"
+        # Later: what survived since is collected in full before it is frozen too.
+        await _until(lambda: len(calls) >= at_ready + 2)
+        assert calls[at_ready:at_ready + 2] == ["collect", "freeze"]
     finally:
         task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
         gc.enable()

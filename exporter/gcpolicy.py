@@ -1,0 +1,67 @@
+"""When the cyclic garbage collector runs: on a timer while the fleet is first loaded, then only
+over what changed since the fleet was loaded.
+
+Owns ``manage_gc``, a task the composition root runs for the life of the process. The exporter's
+data are hundreds of thousands to millions of small acyclic objects (projections, Results,
+conditions) that die by reference counting; the collector finds almost no garbage among them, yet
+a full collection traverses all of them: ~0.5 s with the loop stopped for a 34,000-object fleet.
+Owns no knowledge of what the objects are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+from collections.abc import Callable
+
+log = logging.getLogger("exporter.gc")
+
+# How often the collector runs while the first lists are absorbed, and how far apart collections
+# are kept relative to their own duration as the heap grows.
+DURING_SYNC_SECONDS = 5.0
+SPACING = 20.0
+# How often, once ready, what survived since the last freeze is collected and frozen in turn.
+REFREEZE_SECONDS = 600.0
+POLL_SECONDS = 0.05
+
+
+async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SECONDS,
+                    refreeze: float = REFREEZE_SECONDS) -> None:
+    """Hold automatic collection until ``ready()``, then freeze the loaded fleet and keep it frozen.
+
+    Until ready the heap only grows: every page's decoded JSON survives young collections while
+    it is projected, and the growth kept triggering full collections over everything held so far
+    (about a third of the start-up CPU on a large hub). A collection every ``interval`` (spaced
+    out as they get slower) still bounds the cycles aiohttp or a retrying list leave behind.
+
+    At ready ``gc.freeze()`` moves every object to the permanent generation, which collections
+    skip; objects still die by reference counting when updates replace them. Automatic
+    collection then only ever traverses what was allocated since. Every ``refreeze`` seconds that
+    part is collected in full (so no cycle is frozen with it) and frozen too, which keeps
+    automatic full collections short however long the exporter runs.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        next_collection = time.monotonic() + interval
+        while not ready():
+            await asyncio.sleep(min(interval, POLL_SECONDS))
+            if time.monotonic() >= next_collection and not ready():
+                started = time.monotonic()
+                gc.collect()
+                ended = time.monotonic()
+                next_collection = ended + max(interval, SPACING * (ended - started))
+        gc.freeze()
+        log.debug("garbage collector: fleet frozen", extra={"frozen": gc.get_freeze_count()})
+    finally:
+        if was_enabled:
+            gc.enable()
+    while True:
+        await asyncio.sleep(refreeze)
+        started = time.monotonic()
+        gc.collect()
+        gc.freeze()
+        log.debug("garbage collector: refrozen", extra={
+            "frozen": gc.get_freeze_count(), "seconds": round(time.monotonic() - started, 3)})
