@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -166,3 +167,48 @@ async def test_the_next_list_page_is_requested_while_the_current_one_is_projecte
     # The second page was asked for before the first page's last object was projected.
     assert dict(seen)["m0-2"] == 2
     assert sorted(key[-1] for key in sink.view()) == [f"m{i}-{j}" for i in range(2) for j in range(3)]
+
+
+async def test_a_watch_backlog_lets_other_tasks_run_while_it_is_handled() -> None:
+    # readline() of a buffered stream returns without suspending; the loop must yield anyway.
+    events = [json.dumps({"type": "MODIFIED", "object": obj("Machine", f"m{i}")}).encode() + b"\n"
+              for i in range(20)]
+
+    class Content:
+        async def readline(self) -> bytes:
+            return events.pop(0) if events else b""
+
+    class Stream:
+        status, content = 200, Content()
+
+        def close(self) -> None:
+            pass
+
+    class Transport:
+        async def get(self, path: str, params: list[tuple[str, str]], timeout: Any) -> Stream:
+            return Stream()
+
+    order: list[str] = []
+
+    def project(raw: Any) -> Any:
+        time.sleep(0.004)  # several events to a slice of the event loop
+        order.append("event")
+        return simple_project(raw)
+
+    async def ticker() -> None:
+        while True:
+            order.append("tick")
+            await asyncio.sleep(0)
+
+    resource = Resource(ResourceSpec("cluster.x-k8s.io", "Machine"), "v1beta2", "machines", True)
+    loop = ResourceLoop(resource, None, Transport(), RecordingSink(), project, ResourceStats(),
+                        LoopSettings())
+    ticks = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    try:
+        await loop._watch("1")
+    finally:
+        ticks.cancel()
+    first, last = order.index("event"), len(order) - order[::-1].index("event")
+    assert order.count("event") == 20
+    assert "tick" in order[first:last]

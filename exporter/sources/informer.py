@@ -30,8 +30,9 @@ from exporter.sources.discovery import Resource
 log = logging.getLogger("exporter.sources.kube")
 
 Projector = Callable[[Mapping[str, Any]], Base | None]
-# The longest stretch of projecting a list page between yields to the event loop.
-YIELD_AFTER_SECONDS = 0.02
+# The longest stretch of projecting a list page, or of handling buffered watch events, between
+# yields to the event loop.
+YIELD_AFTER_SECONDS = 0.01
 
 
 class Sink(Protocol):
@@ -311,7 +312,14 @@ class ResourceLoop:
                 except ValueError:
                     raise StatusError(resp.status, "") from None
             bump(self.stats.watch_requests, "success")
+            slice_started = time.perf_counter()
             while True:
+                # readline() returns without suspending while lines are buffered, and a backlog
+                # buffers hundreds of events: without this the loop could serve nothing else
+                # (scrapes, probes) until the buffer is drained.
+                if time.perf_counter() - slice_started > YIELD_AFTER_SECONDS:
+                    await asyncio.sleep(0)
+                    slice_started = time.perf_counter()
                 try:
                     # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
                     # that coincides with a line arriving, and the loop would outlive stop().
