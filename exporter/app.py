@@ -2,11 +2,11 @@
 
 Owns the evaluation loop (take the groups changed since the last pass after a short debounce,
 evaluate them, hand the results to the renderer; re-render objects changed only in fields no rule
-reads with their previous Result; re-evaluate everything periodically because time-dependent rules
-change with the clock alone). Until the source first reports sync the loop evaluates only in rare
-progress passes, then everything listed at once; readiness follows that pass. Also owns start-up
-and graceful shutdown on SIGTERM or SIGINT, and the adapters that turn each source's plain
-counters into self-metrics.
+reads with their previous Result; re-evaluate every group once a minute, a slice per pass,
+because time-dependent rules change with the clock alone). Until the source first reports sync
+the loop evaluates only in rare progress passes, then everything listed at once; readiness
+follows that pass. Also owns start-up and graceful shutdown on SIGTERM or SIGINT, and the
+adapters that turn each source's plain counters into self-metrics.
 The only module that knows every layer; it holds no business rule.
 """
 
@@ -81,6 +81,43 @@ class FilteringSink:
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
         self.store.delete(kind, namespace, name)
+
+
+class Rotation:
+    """Every group once per ``period``, a slice at a time, for the rules time alone changes.
+
+    A slice per pass rather than every group at once: at fleet size all groups take about a
+    second of CPU, which in one go is a spike of latency for the events that queue behind it.
+    Each round walks the groups there were when it began, at the pace that finishes it in
+    ``period``; groups created since wait for the next round (their updates evaluate them anyway).
+    """
+
+    def __init__(self, period: float) -> None:
+        self.period = period
+        self._queue: list[GroupKey] = []
+        self._rate = 0.0  # groups per second in this round
+        self._owed = 0.0
+        self._last: float | None = None
+        self._next_round = 0.0
+
+    def take(self, all_groups: Callable[[], Iterable[GroupKey]], now: float) -> set[GroupKey]:
+        """The groups due by ``now`` (monotonic seconds)."""
+        last, self._last = self._last, now
+        if last is None:
+            self._next_round = now + self.period  # the first round begins one period in
+            return set()
+        if not self._queue:
+            if now < self._next_round:
+                return set()
+            self._queue = sorted(all_groups(), reverse=True)  # popped from the end: in order
+            self._rate = len(self._queue) / self.period if self.period > 0 else float(len(self._queue))
+            self._owed = 0.0
+            self._next_round = now + self.period
+            return set()
+        self._owed += (now - last) * self._rate
+        count = min(int(self._owed), len(self._queue))
+        self._owed -= count
+        return {self._queue.pop() for _ in range(count)}
 
 
 class Pipeline:
@@ -174,7 +211,7 @@ class Pipeline:
         self, *, debounce: float = DEBOUNCE_SECONDS, resync: float = RESYNC_SECONDS,
         progress: float = PROGRESS_SECONDS,
     ) -> None:
-        next_resync = time.monotonic() + resync
+        rotation = Rotation(resync)
         next_progress = time.monotonic() + progress
         while True:
             await asyncio.sleep(debounce)
@@ -197,9 +234,7 @@ class Pipeline:
                 continue
             groups = self.store.take_dirty()
             exported = self.store.take_exported()
-            if time.monotonic() >= next_resync:
-                next_resync = time.monotonic() + resync
-                groups |= set(self.store.all_groups())
+            groups |= rotation.take(self.store.all_groups, time.monotonic())
             if groups or exported:
                 await self.run_pass(groups, exported)
             self.ready = self.ready or synced

@@ -1,0 +1,45 @@
+"""The periodic re-evaluation: every group once per period, in slices, never all at once."""
+
+from __future__ import annotations
+
+from exporter.app import Rotation
+
+
+def groups(n: int) -> list[tuple[str, str, str]]:
+    return [("capi", "ns", f"c{i:03}") for i in range(n)]
+
+
+def test_every_group_once_per_period_a_slice_per_tick() -> None:
+    fleet = groups(100)
+    rotation = Rotation(period=10.0)
+    taken: list[tuple[float, set[tuple[str, str, str]]]] = []
+    for tick in range(0, 801):  # 40 s in 50 ms ticks
+        t = tick * 0.05
+        taken.append((t, rotation.take(lambda: fleet, t)))
+    # Nothing during the first period (the start-up pass evaluated everything).
+    assert not any(s for t, s in taken if t < 10.0)
+    assert max(len(s) for _, s in taken) <= 2  # 100 groups over 200 ticks: never a big pass
+    order = [(t, g) for t, s in taken for g in sorted(s)]
+    assert len(order) >= 290
+    for r in range(2):  # rounds follow one another, each group exactly once in each
+        round_ = order[r * 100:(r + 1) * 100]
+        assert [g for _, g in round_] == fleet
+        assert 9.8 <= round_[-1][0] - round_[0][0] <= 10.1  # spread over the whole period
+    third = [g for _, g in order[200:]]
+    assert third == fleet[:len(third)]  # under way at 40 s, in the same order
+
+
+def test_groups_that_appear_wait_for_the_next_round_and_vanished_ones_are_harmless() -> None:
+    fleet = groups(10)
+    rotation = Rotation(period=1.0)
+    rotation.take(lambda: fleet, 0.0)
+    assert rotation.take(lambda: fleet, 1.0) == set()  # the round is drawn up now
+    fleet.append(("capi", "ns", "new"))
+    first: set[tuple[str, str, str]] = set()
+    for i in range(1, 21):
+        first |= rotation.take(lambda: fleet, 1.0 + i * 0.05)
+    assert first == set(fleet[:10])  # the new group is not in this round, every old one is
+    later: set[tuple[str, str, str]] = set()
+    for i in range(21, 60):
+        later |= rotation.take(lambda: fleet, 1.0 + i * 0.05)
+    assert ("capi", "ns", "new") in later
