@@ -113,6 +113,7 @@ async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
     monkeypatch.setattr(gcpolicy.gc, "freeze", lambda: calls.append("freeze"))
     ready = [False]
     assert gc.isenabled()
+    thresholds = gc.get_threshold()
     task = asyncio.create_task(manage_gc(lambda: ready[0], interval=0.01, refreeze=0.05))
     try:
         await _until(lambda: calls.count("collect") >= 2)
@@ -120,7 +121,9 @@ async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
         assert "freeze" not in calls
         ready[0] = True
         await _until(lambda: "freeze" in calls)
+        await asyncio.sleep(0)
         assert gc.isenabled()
+        assert gc.get_threshold()[2] == gcpolicy.NEVER  # the oldest generation: on the timer only
         at_ready = len(calls)
         assert calls[-1] == "freeze"
         # Later: what survived since is collected in full before it is frozen too.
@@ -131,3 +134,4 @@ async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
         with contextlib.suppress(asyncio.CancelledError):
             await task
         gc.enable()
+    assert gc.get_threshold() == thresholds  # restored when the task ends
