@@ -19,14 +19,15 @@ valid gzip stream, RFC 1952 section 2.2), so a change re-compresses only the sma
 touched and a quiet scrape copies nothing; a raw scrape decompresses (and splices) each bucket
 while it streams, so at most one bucket's text exists at a time.
 
-Consistency: ``update_group`` and ``snapshot`` are called on the event loop thread only and never
-await, so one object's lines in every family swap together and a scrape sees either all the old
-ones or all the new ones. A snapshot holds each bucket's base and pending dict by reference; bases
-are immutable and a pending dict is copied before its first change after a snapshot (copy on
-write), which is what lets ``Snapshot.parts`` run in a worker thread while the loop keeps
-rendering. ``Renderer.commit`` (back on the loop) installs the bases it built for buckets not
-rebuilt since, keeping whatever changed after the snapshot pending. Owns no evaluation, no HTTP
-and no self-metrics.
+Consistency: ``update_group``, ``update_objects`` and ``snapshot`` are called on the event loop
+thread only and never await, so one object's lines in every family swap together and a scrape sees
+either all the old ones or all the new ones. An object is rendered again only in the families that
+read what changed (its projection, its Result, or both: ``FamilySpec.reads``). A snapshot holds each
+bucket's base and pending dict by reference; bases are immutable and a pending dict is copied before
+its first change after a snapshot (copy on write), which is what lets ``Snapshot.parts`` run in a
+worker thread while the loop keeps rendering. ``Renderer.commit`` (back on the loop) installs the
+bases it built for buckets not rebuilt since, keeping whatever changed after the snapshot pending.
+Owns no evaluation, no HTTP and no self-metrics.
 """
 
 from __future__ import annotations
