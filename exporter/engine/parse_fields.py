@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Mapping
 from datetime import datetime
-from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Final, TypeGuard, TypeVar
 
@@ -36,6 +35,30 @@ _MISSING: Final = object()
 _STATUSES: Final = {"True": Status.TRUE, "False": Status.FALSE, "Unknown": Status.UNKNOWN}
 
 _T = TypeVar("_T")
+
+
+def _new_condition(
+    type_: str, status: Status, reason: str, message: str, when: float | None, generation: int | None,
+    severity: str,
+) -> Condition:
+    """``Condition(...)`` with every field given, at half the cost: a frozen dataclass's __init__
+    sets each field through object.__setattr__, the slot descriptors are set directly here."""
+    condition = _object_new(Condition)
+    _set_type(condition, type_)
+    _set_status(condition, status)
+    _set_reason(condition, reason)
+    _set_message(condition, message)
+    _set_when(condition, when)
+    _set_generation(condition, generation)
+    _set_severity(condition, severity)
+    return condition
+
+
+_object_new = object.__new__
+(_set_type, _set_status, _set_reason, _set_message, _set_when, _set_generation, _set_severity) = (
+    getattr(Condition, name).__set__ for name in (
+        "type", "status", "reason", "message", "last_transition_time", "observed_generation", "severity")
+)
 
 # Not sys.intern: interned strings are immortal on some CPython versions (3.12), and names,
 # uids and messages come and go with the fleet. A plain dict keeps the repeats alive only while
@@ -188,8 +211,7 @@ class Fields:
     def as_time(self, value: object, path: str) -> float | None:
         if value is None:
             return None
-        exact = type(value) is str and 10 <= len(value) <= 64  # parse_time's own test, minus a call
-        parsed = _parse_rfc3339(value) if exact else parse_time(value)
+        parsed = _parse_rfc3339(value) if type(value) is str else parse_time(value)
         if parsed is None:
             self.problem(path, "RFC3339 time", value)
         return parsed
@@ -255,18 +277,51 @@ class Fields:
             return ()
         result: list[Condition] = []
         seen: set[str] = set()
+        # A Machine carries ~15 conditions and every watch event of it is read again: the common
+        # case (a plain dict whose fields all have their exact types) is read here with no call
+        # per field; anything else goes through _condition, which reports what is odd.
+        words, statuses, times, generation = _words, _STATUSES, _times, self._generation
         for item in items:
             if type(item) is not dict and not is_map(item):
                 self.problem(f"{path}[]", "object", item)
                 continue
             type_ = item.get("type")
-            if not isinstance(type_, str) or not type_:
+            if (type(type_) is not str and not isinstance(type_, str)) or not type_:
                 self.problem(f"{path}[].type", "string", type_)
                 continue
             if type_ in seen:
                 continue
             seen.add(type_)
-            result.append(self._condition(item, path, type_))
+            status = item.get("status")
+            reason = item.get("reason", "")
+            message = item.get("message", "")
+            severity = item.get("severity", "")
+            when = item.get("lastTransitionTime")
+            observed = item.get("observedGeneration")
+            if (
+                type(item) is dict and type(status) is str and type(reason) is str
+                and type(message) is str and type(severity) is str and len(type_) <= 316
+                and len(reason) <= MAX_STRING and len(message) <= MAX_STRING
+                and len(severity) <= MAX_STRING and (status := statuses.get(status)) is not None
+                and (observed is None or type(observed) is int)
+                and (when is None or (type(when) is str
+                                      and ((seconds := times.get(when)) is not None
+                                           or (seconds := _parse_rfc3339(when)) is not None)))
+            ):
+                if observed == generation:
+                    observed = generation  # see _condition
+                else:
+                    self._generation = generation = observed
+                result.append(_new_condition(
+                    words.get(type_) or word(type_), status,
+                    reason and (words.get(reason) or word(reason)),
+                    message and (words.get(message) or word(message)),
+                    None if when is None else seconds, observed,
+                    severity and (words.get(severity) or word(severity)),
+                ))
+            else:
+                result.append(self._condition(item, path, type_))
+                generation = self._generation
         return tuple(result)
 
     def _condition(self, item: Mapping[str, Any], list_path: str, raw_type: str) -> Condition:
@@ -285,7 +340,7 @@ class Fields:
         if type(message) is not str or len(message) > MAX_STRING:
             message = self.as_str(message, f"{list_path}[{raw_type}].message")
         when = item.get("lastTransitionTime")
-        if type(when) is str and 10 <= len(when) <= 64 and (seconds := _parse_rfc3339(when)) is not None:
+        if type(when) is str and (seconds := _parse_rfc3339(when)) is not None:
             when = seconds
         else:
             when = self.as_time(when, f"{list_path}[{raw_type}].lastTransitionTime")
@@ -399,13 +454,25 @@ def parse_time(value: object) -> float | None:
     """RFC3339 (with Z or an offset, optional fraction) → Unix seconds; None when unreadable."""
     if isinstance(value, datetime):
         return value.timestamp() if value.tzinfo is not None else None
-    if not isinstance(value, str) or not 10 <= len(value) <= 64:
+    if not isinstance(value, str):
         return None
     return _parse_rfc3339(value)
 
 
-@lru_cache(maxsize=4096)  # objects of one fleet share many timestamps (creation, transitions)
+# Objects of one fleet share many timestamps (creation, transitions), and the conditions of one
+# object mostly carry two or three. A plain dict, read inline by the hot readers, beats an
+# lru_cache call; it starts over when full.
+MAX_TIMES: Final = 4096
+_times: dict[str, float] = {}
+
+
 def _parse_rfc3339(value: str) -> float | None:
+    """``parse_time`` for a string, through the table of decoded times."""
+    seconds = _times.get(value)
+    if seconds is not None:
+        return seconds
+    if not 10 <= len(value) <= 64:
+        return None
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
@@ -415,7 +482,10 @@ def _parse_rfc3339(value: str) -> float | None:
         return None
     if parsed.tzinfo is None:
         return None
-    return parsed.timestamp()
+    if len(_times) >= MAX_TIMES:
+        _times.clear()
+    _times[value] = seconds = parsed.timestamp()
+    return seconds
 
 
 def parse_duration(value: str) -> int | None:
