@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from exporter.engine.model import Base, Meta, OwnerRef
 from exporter.engine.parse_capi import CAPI_READERS, PAUSED_ANNOTATION, Reader, infra_machine_pool
-from exporter.engine.parse_fields import Fields, bounded, recall, remember, shared_map, word
+from exporter.engine.parse_fields import Fields, bounded, frozen_builder, recall, remember, shared_map, word
 
 INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
 OCM_KINDS: Final = frozenset(
@@ -85,6 +85,9 @@ def _project_ocm(raw: Mapping[str, Any], meta: Meta, problems: list[str]) -> Bas
 # ---- metadata every kind shares ---------------------------------------------------------------
 
 
+_new_meta = frozen_builder(Meta)  # one per projected object
+
+
 def _meta(raw: Mapping[str, Any], f: Fields) -> Meta | None:
     kind, name = f.str_(raw, "kind"), f.str_(raw, "metadata.name")
     if not kind or not name:
@@ -102,7 +105,7 @@ def _meta(raw: Mapping[str, Any], f: Fields) -> Meta | None:
             annotations += (k, bounded(v, 256))
     namespace = f.str_(raw, "metadata.namespace")
     # resourceVersion is not kept: nothing downstream reads it, and it is unique per object.
-    return Meta(
+    return _new_meta(
         kind=word(kind),
         api_version=f.word_(raw, "apiVersion"),
         namespace=word(namespace) if namespace else "",

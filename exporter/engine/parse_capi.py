@@ -27,7 +27,16 @@ from exporter.engine.model import (
     Meta,
     RollingUpdate,
 )
-from exporter.engine.parse_fields import MAX_LIST, Fields, bounded, recall, remember, shared_map, string_map
+from exporter.engine.parse_fields import (
+    MAX_LIST,
+    Fields,
+    bounded,
+    frozen_builder,
+    recall,
+    remember,
+    shared_map,
+    string_map,
+)
 
 CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
@@ -173,6 +182,9 @@ def _cluster_class(raw: Mapping[str, Any], meta: Meta, f: Fields) -> ClusterClas
     return ClusterClass(**_common(raw, meta, f), availability_gates=f.gates(raw, "spec.availabilityGates"))
 
 
+_new_machine = frozen_builder(Machine)  # every watch event of a Machine builds one
+
+
 def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
     common = _common(raw, meta, f)
     layout = common["layout"]
@@ -188,7 +200,7 @@ def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
         (f.word_(a, "type"), _same(f.str_(a, "address"), meta.name))
         for a in f.list_(raw, "status.addresses", 32) if isinstance(a, Mapping)
     )
-    return Machine(
+    return _new_machine(
         **common,
         **_failure(raw, layout, f),
         control_plane="cluster.x-k8s.io/control-plane" in labels,

@@ -10,12 +10,18 @@ repeated string (condition types, reasons, messages, kinds, namespaces), ``recal
 one instance of each equal immutable value (label maps, owner references, counters). Decoded JSON
 gives every object its own copies, and a fleet's projections are mostly such repeats. Both tables
 are bounded and simply start over when full: sharing saves memory, nothing depends on it.
+Decoded RFC3339 times are kept the same way, to save decoding them again.
+
+``frozen_builder`` makes the constructors the readers build the hottest value types with
+(Condition, Ref, Meta, Machine): the same instances as the classes' own ``__init__``, cheaper.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import MISSING
+from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final, TypeGuard, TypeVar
@@ -37,28 +43,55 @@ _STATUSES: Final = {"True": Status.TRUE, "False": Status.FALSE, "Unknown": Statu
 _T = TypeVar("_T")
 
 
-def _new_condition(
-    type_: str, status: Status, reason: str, message: str, when: float | None, generation: int | None,
-    severity: str,
-) -> Condition:
-    """``Condition(...)`` with every field given, at half the cost: a frozen dataclass's __init__
-    sets each field through object.__setattr__, the slot descriptors are set directly here."""
-    condition = _object_new(Condition)
-    _set_type(condition, type_)
-    _set_status(condition, status)
-    _set_reason(condition, reason)
-    _set_message(condition, message)
-    _set_when(condition, when)
-    _set_generation(condition, generation)
-    _set_severity(condition, severity)
-    return condition
+def frozen_builder(cls: type[_T]) -> Callable[..., _T]:
+    """A constructor of the frozen slots dataclass ``cls``, same signature and same instances as
+    ``cls(...)``, at about half the cost.
+
+    A frozen dataclass's ``__init__`` sets every field through ``object.__setattr__`` (a generic
+    attribute lookup per field); this one calls each slot's descriptor directly. Projections are
+    built once per watch event, a Machine's with ~30 fields and ~15 Conditions, so it is worth it.
+    Built from ``dataclasses.fields`` like ``__init__`` itself: defaults, default factories and
+    ``__post_init__`` behave the same.
+    """
+    namespace: dict[str, Any] = {"__b_new": object.__new__, "__b_cls": cls, "__b_FACTORY": _MISSING}
+    # Names of the generated code start with __b_: a field of any other name cannot shadow them.
+    params: list[str] = []
+    keyword_only: list[str] = []
+    body = ["    __b_self = __b_new(__b_cls)"]
+    for index, f in enumerate(dataclass_fields(cls)):  # type: ignore[arg-type]
+        namespace[f"__b_set{index}"] = getattr(cls, f.name).__set__
+        if f.default is not MISSING:
+            namespace[f"__b_default{index}"] = f.default
+        elif f.default_factory is not MISSING:
+            namespace[f"__b_factory{index}"] = f.default_factory
+        if not f.init:
+            if f.default is not MISSING:
+                body.append(f"    __b_set{index}(__b_self, __b_default{index})")
+            elif f.default_factory is not MISSING:
+                body.append(f"    __b_set{index}(__b_self, __b_factory{index}())")
+            continue
+        into = keyword_only if f.kw_only else params
+        if f.default is not MISSING:
+            into.append(f"{f.name}=__b_default{index}")
+        elif f.default_factory is not MISSING:
+            into.append(f"{f.name}=__b_FACTORY")
+            body.append(f"    if {f.name} is __b_FACTORY:\n        {f.name} = __b_factory{index}()")
+        else:
+            into.append(f.name)
+        body.append(f"    __b_set{index}(__b_self, {f.name})")
+    if hasattr(cls, "__post_init__"):
+        body.append("    __b_self.__post_init__()")
+    if keyword_only:
+        params += ["*", *keyword_only]
+    source = f"def build({', '.join(params)}):\n" + "\n".join(body) + "\n    return __b_self\n"
+    exec(source, namespace)
+    build: Callable[..., _T] = namespace["build"]
+    build.__qualname__ = build.__name__ = f"new_{getattr(cls, '__name__', 'object')}"
+    return build
 
 
-_object_new = object.__new__
-(_set_type, _set_status, _set_reason, _set_message, _set_when, _set_generation, _set_severity) = (
-    getattr(Condition, name).__set__ for name in (
-        "type", "status", "reason", "message", "last_transition_time", "observed_generation", "severity")
-)
+_new_condition = frozen_builder(Condition)
+_new_ref = frozen_builder(Ref)
 
 # Not sys.intern: interned strings are immortal on some CPython versions (3.12), and names,
 # uids and messages come and go with the fleet. A plain dict keeps the repeats alive only while
@@ -400,8 +433,8 @@ class Fields:
         # Refs usually name an object after their owner (a Machine's KubeadmConfig and DockerMachine).
         if name == self.name:
             name = self.name
-        return Ref(kind=word(kind), name=name, api_group=word(group),
-                   namespace=word(namespace) if namespace else "")
+        return _new_ref(kind=word(kind), name=name, api_group=word(group),
+                        namespace=word(namespace) if namespace else "")
 
 
 def shared_map(flat: list[str]) -> Mapping[str, str]:

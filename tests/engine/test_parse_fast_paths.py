@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 import json
-from dataclasses import fields
+from dataclasses import MISSING, FrozenInstanceError, fields, is_dataclass
 from typing import Any
 
 import pytest
 
-from exporter.engine import parse_fields
-from exporter.engine.model import Condition, Status
+from exporter.engine import model, parse_fields
+from exporter.engine.model import EMPTY_MAP, Condition, Machine, Meta, Ref, Status
 from exporter.engine.parse import project
-from exporter.engine.parse_fields import Fields, parse_time
+from exporter.engine.parse_fields import Fields, frozen_builder, parse_time
 from tests.engine.test_parse_sharing import machine_raw
 
 T0 = "2024-05-01T10:00:00Z"
@@ -24,8 +25,48 @@ def test_condition_constructor_sets_every_field() -> None:
     built = parse_fields._new_condition(*values.values())
     assert built == Condition(**values)
     assert hash(built) == hash(Condition(**values))
-    with pytest.raises(AttributeError):
+    with pytest.raises(FrozenInstanceError):
         built.reason = "other"  # type: ignore[misc]
+
+
+def _every_field(obj: Any) -> dict[str, Any]:
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
+MODEL_CLASSES = [c for c in vars(model).values()
+                 if isinstance(c, type) and is_dataclass(c) and c.__module__ == model.__name__]
+
+
+@pytest.mark.parametrize("cls", MODEL_CLASSES)
+def test_builder_makes_what_the_class_makes(cls: type) -> None:
+    build = frozen_builder(cls)
+    assert inspect.signature(build).parameters.keys() == inspect.signature(cls).parameters.keys()
+    required = {name: f"v-{name}" for name, p in inspect.signature(cls).parameters.items()
+                if p.default is inspect.Parameter.empty}
+    by_class, built = cls(**required), build(**required)
+    assert type(built) is cls
+    assert _every_field(built) == _every_field(by_class)
+    # Defaults are the very objects __init__ uses: shared instances (Counters(), ...) stay shared.
+    assert all(getattr(built, f.name) is getattr(by_class, f.name)
+               for f in fields(cls) if f.default is not MISSING)
+
+
+def test_builder_runs_post_init_and_takes_positional_arguments() -> None:
+    new_meta = frozen_builder(Meta)
+    meta = new_meta("Machine", "cluster.x-k8s.io/v1beta2", "ns", "m", generation=2)
+    assert meta == Meta("Machine", "cluster.x-k8s.io/v1beta2", "ns", "m", generation=2)
+    assert meta.key == ("Machine", "ns", "m")
+    assert meta.labels is EMPTY_MAP
+
+
+def test_projections_are_built_by_the_builders_as_by_the_classes() -> None:
+    machine = project(machine_raw("m-1"))
+    assert isinstance(machine, Machine)
+    meta = machine.meta
+    assert Meta(**{k: v for k, v in _every_field(meta).items() if k != "key"}) == meta
+    assert Machine(**_every_field(machine)) == machine
+    assert machine.bootstrap_ref is not None
+    assert Ref(**_every_field(machine.bootstrap_ref)) == machine.bootstrap_ref
 
 
 ITEMS: list[dict[str, Any]] = [
