@@ -34,6 +34,7 @@ from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.sharding import keep_shard
 from exporter.sources.files import FileSource, FileStats
 from exporter.store import Store
+from exporter.timeslice import TimeSlice
 from exporter.web import Exposition, make_app
 
 log = logging.getLogger("exporter.app")
@@ -194,12 +195,10 @@ class Pipeline:
             # Before the first yield: the previous Results match the store as taken only until
             # the source's next update.
             self.render_exported(exported, groups, now)
-        slice_started = started
+        time_slice = TimeSlice(YIELD_AFTER_SECONDS)
         for key in sorted(groups):
             self.evaluate_group(key, now)
-            if time.perf_counter() - slice_started > YIELD_AFTER_SECONDS:
-                await asyncio.sleep(0)
-                slice_started = time.perf_counter()
+            await time_slice.pause()
         self.passes += 1
         self.stats.evaluations += 1
         self.stats.evaluated_groups += len(groups)

@@ -25,6 +25,7 @@ from exporter.metrics import selfmetrics
 from exporter.metrics.exposition import CONTENT_TYPE
 from exporter.metrics.renderer import Renderer, gzip_member
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
+from exporter.timeslice import TimeSlice
 from exporter.webconfig import WebConfig
 
 WRITE_CHUNK = 1 << 16  # small parts are joined up to this before a write, to save syscalls
@@ -154,17 +155,15 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web
         response = web.StreamResponse(headers=headers)
         response.content_length = length
         await response.prepare(request)
-        slice_started = time.perf_counter()
+        # A client that reads as fast as we write never makes write() wait, and making raw
+        # parts takes CPU: without the slice a raw scrape would hold the loop for its whole body.
+        time_slice = TimeSlice(YIELD_AFTER_SECONDS)
         for chunk in _chunks(parts):
             # write() waits for the transport to drain past its limit, so the body is sent
             # piece by piece, never copied into one bytes object (raw parts are even made
             # only here, one bucket at a time).
             await response.write(chunk)
-            # A client that reads as fast as we write never makes write() wait, and making raw
-            # parts takes CPU: without this a raw scrape would hold the loop for its whole body.
-            if time.perf_counter() - slice_started > YIELD_AFTER_SECONDS:
-                await asyncio.sleep(0)
-                slice_started = time.perf_counter()
+            await time_slice.pause()
         await response.write_eof()
         return response
 

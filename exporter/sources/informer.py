@@ -26,6 +26,7 @@ import aiohttp
 
 from exporter.engine.model import Base
 from exporter.sources.discovery import Resource
+from exporter.timeslice import TimeSlice
 
 log = logging.getLogger("exporter.sources.kube")
 
@@ -212,17 +213,15 @@ class ResourceLoop:
                     # The API server (another process) builds and sends the next page while this
                     # one is projected, instead of both sides waiting for each other in turn.
                     page = self._fetch_page(token, timeout)
-                slice_started = time.perf_counter()
+                # Projecting a page takes ~0.1 s: let the next page's request go out and its
+                # bytes in, and /healthz answer, meanwhile.
+                time_slice = TimeSlice(YIELD_AFTER_SECONDS)
                 for raw in body.get("items") or []:
                     if isinstance(raw, dict):
                         keys.add(self._key(raw))
                         if (p := self._read(raw)) is not None:
                             projections.append(p)
-                    if time.perf_counter() - slice_started > YIELD_AFTER_SECONDS:
-                        # Projecting a page takes ~0.1 s: let the next page's request go out and
-                        # its bytes in, and /healthz answer, meanwhile.
-                        await asyncio.sleep(0)
-                        slice_started = time.perf_counter()
+                    await time_slice.pause()
                 del body
                 if not token:
                     break
@@ -312,14 +311,12 @@ class ResourceLoop:
                 except ValueError:
                     raise StatusError(resp.status, "") from None
             bump(self.stats.watch_requests, "success")
-            slice_started = time.perf_counter()
+            # readline() returns without suspending while lines are buffered, and a backlog
+            # buffers hundreds of events: without the slice the loop could serve nothing else
+            # (scrapes, probes) until the buffer is drained.
+            time_slice = TimeSlice(YIELD_AFTER_SECONDS)
             while True:
-                # readline() returns without suspending while lines are buffered, and a backlog
-                # buffers hundreds of events: without this the loop could serve nothing else
-                # (scrapes, probes) until the buffer is drained.
-                if time.perf_counter() - slice_started > YIELD_AFTER_SECONDS:
-                    await asyncio.sleep(0)
-                    slice_started = time.perf_counter()
+                await time_slice.pause()
                 try:
                     # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
                     # that coincides with a line arriving, and the loop would outlive stop().
