@@ -46,7 +46,6 @@ from exporter.metrics.spec import (
     KindSpec,
     Reads,
     Subject,
-    effective_conditions,
     identity_values,
 )
 
@@ -90,7 +89,7 @@ def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: R
     rendering (identity labels included): families that read only the unchanged one are skipped
     (their lines are the previous ones), and so are left out too.
     """
-    subject: Subject[Base] = Subject(obj, result, effective_conditions(result))
+    subject: Subject[Base] = Subject(obj, result)
     identity = label_pairs(spec.identity, identity_values(spec, obj))
     out: list[tuple[int, bytes]] = []
     for fam in spec.families:

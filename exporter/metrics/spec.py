@@ -37,13 +37,26 @@ class Effective:
     mismatch: bool | None  # reported and computed status differ; None when only one side exists
 
 
-@dataclass(frozen=True, slots=True)
 class Subject(Generic[P]):
-    """One object as the extractors see it."""
+    """One object as the extractors see it.
 
-    obj: P
-    result: Result
-    effective: tuple[Effective, ...]
+    Its effective conditions are built on first use: an update of the projection alone renders
+    only families that read the projection, which never need them.
+    """
+
+    __slots__ = ("_effective", "obj", "result")
+
+    def __init__(self, obj: P, result: Result, effective: tuple[Effective, ...] | None = None) -> None:
+        self.obj = obj
+        self.result = result
+        self._effective = effective
+
+    @property
+    def effective(self) -> tuple[Effective, ...]:
+        found = self._effective
+        if found is None:
+            found = self._effective = effective_conditions(self.result)
+        return found
 
 
 Extractor = Callable[[Subject[Any]], Iterable[Sample]]
