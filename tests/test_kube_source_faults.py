@@ -96,6 +96,18 @@ async def test_error_event_on_a_live_watch_relists(env: SourceEnv) -> None:
     await env.converged(source)
 
 
+async def test_undecodable_watch_line_rewatches_from_the_last_version(env: SourceEnv) -> None:
+    source = await env.start_source()
+    await env.converged(source)
+    lists = env.api.count("list", "Machine")
+    await env.watching("Machine")
+    assert env.api.send_raw(b'{"type": "MODIFIED", "object": {"metadata": {"na\n', "Machine") == 1
+    await eventually(lambda: "watch:" in source.stats.resource(MACHINES).last_error, what="error recorded")
+    env.api.create(obj("Machine", "after-garble"))
+    await env.converged(source)
+    assert env.api.count("list", "Machine") == lists  # the stream is resumed, nothing is lost
+
+
 async def test_list_answering_500_then_429_for_a_while(env: SourceEnv) -> None:
     env.api.fail("Machine", 500, verbs=["list"], times=3)
     env.api.fail("Cluster", 429, verbs=["list"], times=2)

@@ -14,7 +14,6 @@ layer renders (``ResourceStats``). Does not own discovery, connecting or choosin
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import time
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import aiohttp
+import orjson
 
 from exporter.engine.model import Base
 from exporter.sources.discovery import Resource
@@ -253,7 +253,7 @@ class ResourceLoop:
         finally:
             resp.release()
         try:
-            return resp.status, json.loads(raw) if raw else None
+            return resp.status, orjson.loads(raw) if raw else None
         except ValueError:
             return resp.status, None
 
@@ -307,7 +307,7 @@ class ResourceLoop:
                 async with asyncio.timeout(self._s.request_timeout):
                     body = await resp.read()
                 try:
-                    raise _status_error(resp.status, json.loads(body) if body else None)
+                    raise _status_error(resp.status, orjson.loads(body) if body else None)
                 except ValueError:
                     raise StatusError(resp.status, "") from None
             bump(self.stats.watch_requests, "success")
@@ -331,7 +331,7 @@ class ResourceLoop:
                     bump(self.stats.watch_ends, "timeout")
                     return rv  # the server ended the watch (timeoutSeconds): re-watch, no relist
                 if line.strip():
-                    rv = self._handle(json.loads(line), rv)
+                    rv = self._handle(orjson.loads(line), rv)
         finally:
             resp.close()
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import random
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+import orjson
 
 from exporter.sources.discovery import (
     INFRA_MACHINE_POOL,
@@ -297,6 +297,6 @@ class KubeSource:
             raise
         bump(self.stats.discovery_requests, "success" if resp.status in (200, 404) else "error")
         try:
-            return resp.status, json.loads(body) if body else None
+            return resp.status, orjson.loads(body) if body else None
         except ValueError:
             return resp.status, None

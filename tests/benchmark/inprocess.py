@@ -21,6 +21,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 import exporter.app as app_module
 from exporter.app import FilteringSink, Pipeline
 from exporter.engine.model import Base
@@ -97,7 +99,7 @@ def measure(scale: int, n: int, kind: str, per_pass: int, seed: int) -> dict[str
     objects, store, pipeline, renderer = load(scale, seed)
     lines = events(objects, n, kind, seed + 1)
     stages = Stages()
-    decode = stages.wrap("decode", json.loads)
+    decode = stages.wrap("decode", orjson.loads)  # as the informer decodes watch lines
     to_projection = stages.wrap("project", project)
     sink = pipeline.sink
     upsert = stages.wrap("store", sink.upsert)

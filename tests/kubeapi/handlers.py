@@ -278,6 +278,9 @@ class HandlersMixin:
             if isinstance(item, tuple) and item[0] == "bookmark":
                 if w.bookmarks:
                     await _send(resp, "BOOKMARK", self._bookmark_obj(w.rt, w.version, item[1]))
+            elif isinstance(item, tuple) and item[0] == "raw":
+                with contextlib.suppress(RuntimeError):
+                    await resp.write(item[1])
             elif isinstance(item, tuple) and item[0] == "error":
                 _, code, reason, message = item
                 await _send(resp, "ERROR", ApiError(code, reason, message).status())

@@ -291,6 +291,13 @@ class FakeKubeAPI(HandlersMixin):
             w.queue.put_nowait(("error", code, reason, message))
         return len(ws)
 
+    def send_raw(self, data: bytes, kind: str | None = None) -> int:
+        """Write ``data`` as is on open watch streams (a truncated or garbled line, say)."""
+        ws = self._watches_of(kind)
+        for w in ws:
+            w.queue.put_nowait(("raw", data))
+        return len(ws)
+
     def bookmark(self, kind: str | None = None) -> int:
         """Send a BOOKMARK at the current resourceVersion to open watches that asked for them."""
         ws = self._watches_of(kind)
