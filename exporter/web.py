@@ -16,7 +16,7 @@ import contextlib
 import itertools
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -55,20 +55,24 @@ def _accepts_gzip(request: web.Request) -> bool:
     return False
 
 
-async def _body(renderer: Renderer, exposition: Exposition, gzip: bool) -> tuple[Iterable[bytes], int, int]:
+async def _body(renderer: Renderer, exposition: Exposition, gzip: bool,
+                names: Collection[str] | None = None) -> tuple[Iterable[bytes], int, int]:
     """The body's parts, its length on the wire and its uncompressed size; the snapshot is taken now.
+
+    ``names``: only these metric families (``/metrics?name[]=...``), the exporter's own included.
 
     Gzip: the members of buckets changed since the last scrape are built in a worker thread, then
     kept. Raw: nothing is built ahead; each bucket's text is made (decompressed, with its pending
     changes spliced in) when the write reaches it, so a raw scrape never holds more than a
     bucket's text beyond the cache (raw is the fallback: Prometheus asks for gzip).
     """
-    snap = renderer.snapshot()
+    snap = renderer.snapshot(names)
     tail = selfmetrics.render(
         exposition.stats,
         exposition.resources(),
         rendered_objects=renderer.renders,
         cached_objects=len(renderer),
+        names=names,
     )
     size = snap.size + len(tail)
     if not gzip:
@@ -145,9 +149,13 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web
             return unauthorized()
         started = time.perf_counter()
         gzip = _accepts_gzip(request)
-        parts, length, size = await _body(exposition.renderer, exposition, gzip)
-        exposition.stats.last_scrape_duration = time.perf_counter() - started
-        exposition.stats.last_scrape_bytes = size
+        # name[]=<family> (repeatable) selects families, as prometheus_client's exposition does:
+        # a scrape job, or a probe watching one family, need not fetch the whole fleet.
+        names = frozenset(request.query.getall("name[]", [])) or None
+        parts, length, size = await _body(exposition.renderer, exposition, gzip, names)
+        if names is None:  # a filtered scrape says nothing about what a full one costs
+            exposition.stats.last_scrape_duration = time.perf_counter() - started
+            exposition.stats.last_scrape_bytes = size
         # Content-Type is set by hand: aiohttp's content_type= would drop the version parameter.
         headers = {"Content-Type": CONTENT_TYPE}
         if gzip:

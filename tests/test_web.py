@@ -55,6 +55,24 @@ async def test_metrics_text_format_and_self_metrics(aiohttp_client):
     assert f"fleet_status_exporter_scrape_response_bytes {len(text.encode())}" in again
 
 
+@pytest.mark.parametrize("encoding", ["identity", "gzip"])
+async def test_name_filter_serves_only_the_named_families(aiohttp_client, encoding):
+    client = await aiohttp_client(make_app(exposition([True])))
+    full = await (await client.get("/metrics")).text()
+    wanted = ["capi_machine_info", "fleet_status_exporter_objects", "no_such_family"]
+    resp = await client.get("/metrics", params=[("name[]", n) for n in wanted],
+                            headers={"Accept-Encoding": encoding})
+    assert resp.status == 200
+    text = await resp.text()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert set(families) == {"capi_machine_info", "fleet_status_exporter_objects"}
+    whole = {f.name: f for f in text_string_to_metric_families(full)}
+    assert families["capi_machine_info"].samples == whole["capi_machine_info"].samples
+    # A filtered scrape is not what the scrape self-metrics describe: they keep the full one's.
+    after = await (await client.get("/metrics", headers={"Accept-Encoding": "identity"})).text()
+    assert f"fleet_status_exporter_scrape_response_bytes {len(full.encode())}" in after
+
+
 async def test_gzip_when_the_client_accepts_it(aiohttp_client):
     client = await aiohttp_client(make_app(exposition([True])))
     resp = await client.get("/metrics", headers={"Accept-Encoding": "gzip, deflate"})

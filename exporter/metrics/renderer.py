@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from isal import isal_zlib
@@ -386,11 +386,16 @@ class Renderer:
         """Bytes of the buckets' members (their current bases)."""
         return sum(len(b.base.gz) for fam in self._families for b in fam.buckets)
 
-    def snapshot(self) -> Snapshot:
-        """What a scrape needs (on the loop): references only; later changes copy what they touch."""
+    def snapshot(self, names: Collection[str] | None = None) -> Snapshot:
+        """What a scrape needs (on the loop): references only; later changes copy what they touch.
+
+        ``names``: only the families of these names (the ``name[]`` filter of a scrape).
+        """
         self._epoch += 1
         families: list[tuple[int, list[_Piece] | _Clean]] = []
         for i, fam in enumerate(self._families):
+            if names is not None and self.families[i].name not in names:
+                continue
             if fam.clean is not None:
                 families.append((i, fam.clean))
             elif fam.size:

@@ -10,7 +10,7 @@ the composition root, turns its own counters into ``ResourceStats``.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from exporter import __version__
@@ -59,9 +59,10 @@ def _decl(name: str, help_text: str, type_: MetricType, labels: tuple[str, ...] 
 FAMILIES: tuple[FamilySpec, ...] = (
     _decl("build_info", "The exporter's version and the Python it runs on.", "info",
           ("version", "python_version")),
-    _decl("scrape_duration_seconds", "How long the previous /metrics scrape took to build its body.",
-          "gauge"),
-    _decl("scrape_response_bytes", "The uncompressed size of the previous /metrics response.", "gauge"),
+    _decl("scrape_duration_seconds",
+          "How long the previous unfiltered /metrics scrape took to build its body.", "gauge"),
+    _decl("scrape_response_bytes",
+          "The uncompressed size of the previous unfiltered /metrics response.", "gauge"),
     _decl("resource_synced", "1 once the first list of a resource has completed.", "gauge", ("resource",)),
     _decl("list_total", "List requests per resource and result (success|error).", "counter",
           ("resource", "result")),
@@ -95,8 +96,9 @@ def render(
     *,
     rendered_objects: int,
     cached_objects: int,
+    names: Collection[str] | None = None,
 ) -> bytes:
-    """The self-metrics block of one scrape."""
+    """The self-metrics block of one scrape (only the families in ``names`` when it is given)."""
     res = sorted(resources, key=lambda r: r.resource)
     samples: dict[str, list[Sample]] = {
         "build_info": [((__version__, platform.python_version()), 1.0)],
@@ -123,7 +125,7 @@ def render(
     chunks: list[bytes] = []
     for short, items in samples.items():
         name = f"{P}_{short}"
-        if items:
+        if items and (names is None or name in names):
             chunks.append(_HEADERS[name])
             chunks.append(sample_lines(name, "", _LABELS[name], items).encode())
     return b"".join(chunks)
