@@ -108,9 +108,13 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("churn rate achieved", lambda r: r.get("churn", {}).get("achieved_rate"), "{:.0f} ev/s"),
     ("event-to-scrape p50", lambda r: r.get("churn", {}).get("event_to_scrape_p50_s"), "{:.3f} s"),
     ("event-to-scrape p99", lambda r: r.get("event_to_scrape_p99_s"), "{:.3f} s"),
-    ("  (poll interval p50)", lambda r: r.get("churn", {}).get("poll_interval_p50_s"), "{:.3f} s"),
+    ("  (poll interval p50)", lambda r: r.get("churn", {}).get("family_poll_interval_p50_s"), "{:.3f} s"),
     ("  (lower bound p50 / p99)", lambda r: _pair(r.get("churn", {}), "event_to_scrape_lower_p50_s",
                                                   "event_to_scrape_lower_p99_s"), "{}"),
+    ("  (changes never seen)", lambda r: r.get("churn", {}).get("never_seen"), "{:,}"),
+    ("  (full-body scrapes p50 / p99)", lambda r: _pair(r.get("churn", {}), "full_event_to_scrape_p50_s",
+                                                        "full_event_to_scrape_p99_s"), "{}"),
+    ("  (full-body poll interval p50)", lambda r: r.get("churn", {}).get("poll_interval_p50_s"), "{:.3f} s"),
     ("per-event CPU ratio, largest / smallest scale", lambda r: r.get("per_event_ratio"), "{:.2f}"),
 ]
 _BUDGET_OF_ROW = {
