@@ -307,7 +307,6 @@ class Run:
         probe.start()
         profiler = Profiler(pid, self.dir / "profile-churn.txt", self.o.profile)
         profiler.__enter__()
-        tracker = probes.Visibility(started["index"])
         family = probes.Visibility(started["index"])
         watcher = asyncio.create_task(self._poll_marker_family(session, family, started["index"]))
         rss: list[tuple[float, float]] = []
@@ -322,10 +321,9 @@ class Run:
             s = await probes.scrape(session, self.metrics_url, use_gzip)
             (gz if use_gzip else raw).append(s)
             use_gzip = not use_gzip
-            batch = await self.control_get(session, f"/changes?since={tracker.next}")
-            tracker.add(batch["changes"], batch["next"])
-            tracker.observe(s, probes.markers(s.text()))
-            s.body = b""  # only the timings are kept: a 100 % body is ~365 MB
+            # Only the timings are kept: a 100 % body is ~365 MB, and parsing each one here would
+            # take the measuring client seconds of the CPU the exporter shares with it.
+            s.body = b""
             if not in_window:
                 await asyncio.sleep(max(min(s.start + self.o.slow_interval, end) - time.monotonic(), 0))
         sampler.cancel()
@@ -354,18 +352,24 @@ class Run:
             "family_poll_interval_p50_s": percentile(
                 [b - a for a, b in itertools.pairwise(family_polls)], 50),
             "never_seen": family.older_than(family_polls[-1] - 2.0) if family_polls else made,
-            # The same on the full-body scrapes (seconds apart: the client parses 365 MB each time).
-            "full_event_to_scrape_p50_s": percentile(tracker.latencies, 50),
-            "full_event_to_scrape_p99_s": percentile(tracker.latencies, 99),
-            "full_never_seen": tracker.older_than(max(s.start for s in raw + gz) - 2.0),
             "poll_interval_p50_s": percentile([b - a for a, b in itertools.pairwise(starts)], 50),
             "stall_during_scrape_s": probes.worst_during(records, windows),
+            # (monotonic start, seconds): to line them up with the exporter's log or a profile
+            "slowest_stalls_during_scrapes": probes.slowest_during(records, windows),
             "stall_any_s": max((r[1] for r in records), default=float("nan")),
             "rss_samples_mib": rss,
         }
         self.result["memory_after_churn_mib"] = probes.memory_mib(pid)
+        await asyncio.sleep(2.0)  # the last changes' watch events are in flight
         s = await probes.scrape(session, self.metrics_url, False)
-        self.result["self_metrics_after_churn"] = probes.self_metrics(s.text())
+        text = s.text()
+        self.result["self_metrics_after_churn"] = probes.self_metrics(text)
+        # Every change of the churn is in the full body once it stopped, not only in its family.
+        final = probes.Visibility(started["index"])
+        batch = await self.control_get(session, f"/changes?since={final.next}")
+        final.add(batch["changes"], batch["next"])
+        final.observe(s, probes.markers(text))
+        self.result["churn"]["full_body_missing"] = final.older_than(s.start)
 
     async def run(self) -> dict[str, Any]:
         info = self.start_api()

@@ -162,13 +162,16 @@ class StallProbe:
 
 def worst_during(records: Sequence[tuple[float, float]], windows: Sequence[tuple[float, float]]) -> float:
     """The longest probe latency among probes that overlapped one of ``windows``."""
-    worst = 0.0
+    return max((latency for _, latency in slowest_during(records, windows, 1)), default=0.0)
+
+
+def slowest_during(records: Sequence[tuple[float, float]], windows: Sequence[tuple[float, float]],
+                   n: int = 5) -> list[tuple[float, float]]:
+    """The ``n`` slowest (start, latency) probes that overlapped one of ``windows``, slowest first."""
     spans = sorted(windows)
-    for start, latency in records:
-        end = start + latency
-        if any(s <= end and start <= e for s, e in spans):
-            worst = max(worst, latency)
-    return worst
+    during = [(start, latency) for start, latency in records
+              if any(s <= start + latency and start <= e for s, e in spans)]
+    return sorted(during, key=lambda r: -r[1])[:n]
 
 
 # ---- reading expositions ----------------------------------------------------------------------

@@ -112,9 +112,8 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("  (lower bound p50 / p99)", lambda r: _pair(r.get("churn", {}), "event_to_scrape_lower_p50_s",
                                                   "event_to_scrape_lower_p99_s"), "{}"),
     ("  (changes never seen)", lambda r: r.get("churn", {}).get("never_seen"), "{:,}"),
-    ("  (full-body scrapes p50 / p99)", lambda r: _pair(r.get("churn", {}), "full_event_to_scrape_p50_s",
-                                                        "full_event_to_scrape_p99_s"), "{}"),
-    ("  (full-body poll interval p50)", lambda r: r.get("churn", {}).get("poll_interval_p50_s"), "{:.3f} s"),
+    ("  (missing from the full body after the churn)", lambda r: r.get("churn", {}).get("full_body_missing"),
+     "{:,}"),
     ("per-event CPU ratio, largest / smallest scale", lambda r: r.get("per_event_ratio"), "{:.2f}"),
 ]
 _BUDGET_OF_ROW = {
