@@ -33,7 +33,7 @@ log = logging.getLogger("exporter.sources.kube")
 Projector = Callable[[Mapping[str, Any]], Base | None]
 # The longest stretch of projecting a list page, or of handling buffered watch events, between
 # yields to the event loop.
-YIELD_AFTER_SECONDS = 0.01
+YIELD_AFTER_SECONDS = 0.005
 
 
 class Sink(Protocol):
