@@ -34,7 +34,7 @@ from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.sharding import keep_shard
 from exporter.sources.files import FileSource, FileStats
 from exporter.store import Store
-from exporter.timeslice import TimeSlice
+from exporter.timeslice import SLICE_SECONDS, TimeSlice
 from exporter.web import Exposition, make_app
 
 log = logging.getLogger("exporter.app")
@@ -43,7 +43,7 @@ DEBOUNCE_SECONDS = 0.05
 RESYNC_SECONDS = 60.0  # time-based rules (minReadySeconds, stale deletion) move with the clock alone
 # The longest stretch of evaluation between yields to the event loop: a group takes a few ms, so a
 # count of groups would let a large pass hold the loop for seconds; time bounds it instead.
-YIELD_AFTER_SECONDS = 0.005
+YIELD_AFTER_SECONDS = SLICE_SECONDS
 # Before the source's first sync, evaluate at most this often, and leave at least PROGRESS_SPACING
 # times the last such pass's duration before the next one.
 PROGRESS_SECONDS = 15.0

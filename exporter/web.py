@@ -25,11 +25,11 @@ from exporter.metrics import selfmetrics
 from exporter.metrics.exposition import CONTENT_TYPE
 from exporter.metrics.renderer import Renderer, gzip_member
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
-from exporter.timeslice import TimeSlice
+from exporter.timeslice import SLICE_SECONDS, TimeSlice
 from exporter.webconfig import WebConfig
 
 WRITE_CHUNK = 1 << 16  # small parts are joined up to this before a write, to save syscalls
-YIELD_AFTER_SECONDS = 0.005  # the longest a /metrics response writes before letting others run
+YIELD_AFTER_SECONDS = SLICE_SECONDS  # the longest a /metrics response writes before letting others run
 SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a scrape builds gzip members
 
 LANDING = b"""<html><head><title>fleet-status-exporter</title></head><body>

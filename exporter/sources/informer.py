@@ -26,14 +26,14 @@ import orjson
 
 from exporter.engine.model import Base
 from exporter.sources.discovery import Resource
-from exporter.timeslice import TimeSlice
+from exporter.timeslice import SLICE_SECONDS, TimeSlice
 
 log = logging.getLogger("exporter.sources.kube")
 
 Projector = Callable[[Mapping[str, Any]], Base | None]
 # The longest stretch of projecting a list page, or of handling buffered watch events, between
 # yields to the event loop.
-YIELD_AFTER_SECONDS = 0.005
+YIELD_AFTER_SECONDS = SLICE_SECONDS
 
 
 class Sink(Protocol):
