@@ -22,7 +22,7 @@ from typing import Protocol
 
 from aiohttp import web
 
-from exporter import __version__, webconfig
+from exporter import __version__, allocator, webconfig
 from exporter.config import Config, ConfigError
 from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
@@ -265,6 +265,7 @@ def kube_resources(source_stats: object) -> list[ResourceStats]:
 
 def serve(config: Config) -> int:
     setup_logging(config.log_level, config.log_format)
+    allocator.limit_arenas(allocator.glibc())  # before any thread exists
     try:
         return asyncio.run(_serve(config))
     except ConfigError as exc:
@@ -334,6 +335,7 @@ async def _serve(config: Config) -> int:
     tasks.append(asyncio.create_task(pipeline.run(), name="evaluation"))
     reporter = asyncio.create_task(_report_sync(source_synced, store, renderer), name="sync-report")
     collector = asyncio.create_task(manage_gc(lambda: pipeline.ready), name="gc")
+    trimmer = asyncio.create_task(allocator.trim_periodically(allocator.glibc()), name="malloc-trim")
     stopper = asyncio.create_task(stop.wait())
     # The source and the evaluation loop run until cancelled: either ending means something broke.
     done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -341,9 +343,9 @@ async def _serve(config: Config) -> int:
     for t in failed:
         log.error("task ended unexpectedly", extra={"task": t.get_name(), "error": repr(t.exception())})
     log.info("shutting down", extra={"reason": "signal" if stopper in done else "task failure"})
-    for t in [stopper, reporter, collector, *tasks]:
+    for t in [stopper, reporter, collector, trimmer, *tasks]:
         t.cancel()
-    for t in [reporter, collector, *tasks]:
+    for t in [reporter, collector, trimmer, *tasks]:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await t
     for s in stoppable:
