@@ -22,7 +22,13 @@ log = logging.getLogger("exporter.gc")
 # are kept relative to their own duration as the heap grows.
 DURING_SYNC_SECONDS = 5.0
 SPACING = 20.0
-# How often, once ready, what survived since the last freeze is collected and frozen in turn.
+# Once ready, what survived since the last freeze is collected and frozen in turn when the middle
+# generation has been collected OLDEST_INTAKE times since (each of those moves its survivors, at
+# most a few thousand objects, to the oldest generation), or after REFREEZE_SECONDS at the latest.
+# At 100 % of the benchmark fleet one such collection costs ~5-10 ms of stopped loop per intake:
+# under 500 changes/s that is a ~10-20 ms collection about every second; with a fixed 10-minute
+# timer it was one of ~1.5 s (every object the churn had replaced in those 10 minutes).
+OLDEST_INTAKE = 2
 REFREEZE_SECONDS = 600.0
 NEVER = 1 << 30  # a collection threshold no count reaches
 # Young collections between two of the middle generation. Under churn at fleet size the middle
@@ -33,7 +39,7 @@ POLL_SECONDS = 0.05
 
 
 async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SECONDS,
-                    refreeze: float = REFREEZE_SECONDS) -> None:
+                    refreeze: float = REFREEZE_SECONDS, intake: int = OLDEST_INTAKE) -> None:
     """Hold automatic collection until ``ready()``, then freeze the loaded fleet and keep it frozen.
 
     Until ready the heap only grows: every page's decoded JSON survives young collections while
@@ -44,11 +50,13 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
     At ready ``gc.freeze()`` moves every object to the permanent generation, which collections
     skip; objects still die by reference counting when updates replace them. From then on the
     young generations are collected automatically (the middle one more often than by default, to
-    keep each of its collections short), the oldest one never: under churn the
-    objects that replaced frozen ones pile up there, and an automatic full collection over them
-    stopped the loop for ~0.4 s at fleet size, at whatever moment allocations triggered it.
-    Instead, every ``refreeze`` seconds, the oldest generation is collected in full (so no cycle is
-    frozen, and no cyclic garbage waits longer than that) and frozen in turn.
+    keep each of its collections short), the oldest one never by itself: under churn the objects
+    that replaced frozen ones pile up there, and a full collection over them stops the loop for as
+    long as they took to pile up (~0.4 s by the automatic threshold, ~1.5 s after ten minutes of
+    churn at fleet size). Instead, once ``intake`` middle-generation collections have fed it, or
+    ``refreeze`` seconds after the last time, the oldest generation is collected in full (so no
+    cycle is frozen alive, and cyclic garbage waits at most that long) and frozen in turn: the
+    pause stays proportional to a second or so of churn, whatever the rate.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -69,12 +77,17 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
     young, middle, oldest = gc.get_threshold()
     gc.set_threshold(young, min(middle, MIDDLE), NEVER)
     try:
+        last = time.monotonic()
         while True:
-            await asyncio.sleep(refreeze)
+            await asyncio.sleep(POLL_SECONDS)
+            # get_count()[2]: middle-generation collections since the oldest one was last collected.
+            if gc.get_count()[2] < intake and time.monotonic() - last < refreeze:
+                continue
             started = time.monotonic()
             gc.collect()
             gc.freeze()
+            last = time.monotonic()
             log.debug("garbage collector: refrozen", extra={
-                "frozen": gc.get_freeze_count(), "seconds": round(time.monotonic() - started, 3)})
+                "frozen": gc.get_freeze_count(), "seconds": round(last - started, 3)})
     finally:
         gc.set_threshold(young, middle, oldest)

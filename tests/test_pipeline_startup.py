@@ -114,7 +114,7 @@ async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
     ready = [False]
     assert gc.isenabled()
     thresholds = gc.get_threshold()
-    task = asyncio.create_task(manage_gc(lambda: ready[0], interval=0.01, refreeze=0.05))
+    task = asyncio.create_task(manage_gc(lambda: ready[0], interval=0.01, refreeze=0.05, intake=1 << 30))
     try:
         await _until(lambda: calls.count("collect") >= 2)
         assert not gc.isenabled()  # no automatic collection while the fleet loads
@@ -135,3 +135,27 @@ async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
             await task
         gc.enable()
     assert gc.get_threshold() == thresholds  # restored when the task ends
+
+
+async def test_gc_refreezes_as_soon_as_the_oldest_generation_has_taken_in_enough(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    intake = [0]
+    monkeypatch.setattr(gcpolicy.gc, "collect", lambda *a: calls.append("collect") or 0)
+    monkeypatch.setattr(gcpolicy.gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setattr(gcpolicy.gc, "get_count", lambda: (0, 0, intake[0]))
+    task = asyncio.create_task(manage_gc(lambda: True, refreeze=3600.0, intake=2))
+    try:
+        await _until(lambda: calls == ["freeze"])  # ready at once: the fleet is frozen
+        intake[0] = 1
+        await asyncio.sleep(gcpolicy.POLL_SECONDS * 3)
+        assert calls == ["freeze"], "one middle-generation collection is not enough"
+        intake[0] = 2
+        await _until(lambda: len(calls) >= 3)
+        assert calls[1:3] == ["collect", "freeze"]  # long before the hour of the timer
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        gc.enable()

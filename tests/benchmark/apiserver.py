@@ -39,7 +39,10 @@ class FleetServer:
 
     def __init__(self, scale: int, seed: int) -> None:
         # The history only has to cover a watch reconnect; a burst is streamed from live queues.
-        self.api = FakeKubeAPI(history_limit=50_000)
+        # BOOKMARKs every minute, as API servers send them: without them a quiet resource's watch
+        # hears nothing, the exporter reconnects after its inactivity timeout (70 s) with a
+        # version the churn has pushed out of the history, and relists (410 Gone) every few minutes.
+        self.api = FakeKubeAPI(history_limit=50_000, bookmark_interval=60.0)
         self.api.install(*CAPI_TYPES, *INFRA_TYPES, *OCM_TYPES)
         objects = list(generate(scale, seed))
         for obj in objects:

@@ -2,9 +2,10 @@
 
 Owns the order of the phases and what each records (see docs/performance.md for the meaning of
 every figure): time to ready and to a complete /metrics; the exposition's size; quiet scrape
-latency; a burst of changes for throughput and CPU per event; churn at a fixed rate with scrapes
-back to back (scrape latency under load, event-to-scrape latency, event-loop stalls), then slower
-scrapes until the churn time is up, sampling RSS all along. The instruments are ``probes.py``'s;
+latency; a burst of changes for throughput and CPU per event; churn at a fixed rate with full
+scrapes back to back (scrape latency under load, event-loop stalls) and the marker family alone
+polled beside them (event-to-scrape latency), then slower full scrapes until the churn time is
+up, sampling RSS all along. The instruments are ``probes.py``'s;
 the prometheus_client comparison is ``baseline.py``'s; formatting and budgets are ``report.py``'s.
 """
 
