@@ -25,10 +25,12 @@ SPACING = 20.0
 # Once ready, what survived since the last freeze is collected and frozen in turn when the middle
 # generation has been collected OLDEST_INTAKE times since (each of those moves its survivors, at
 # most a few thousand objects, to the oldest generation), or after REFREEZE_SECONDS at the latest.
-# At 100 % of the benchmark fleet one such collection costs ~5-10 ms of stopped loop per intake:
-# under 500 changes/s that is a ~10-20 ms collection about every second; with a fixed 10-minute
-# timer it was one of ~1.5 s (every object the churn had replaced in those 10 minutes).
-OLDEST_INTAKE = 2
+# At 100 % of the benchmark fleet one such collection costs ~5-10 ms of stopped loop per intake,
+# and each has a cost of its own (at an intake of 2, ~12 collections per 10 s of 500 changes/s,
+# ~20 ms each, and slower scrapes than without them): 4 keeps each under ~50 ms at half the count.
+# With a fixed 10-minute timer alone it was one collection of ~1.5 s (every object the churn had
+# replaced in those 10 minutes).
+OLDEST_INTAKE = 4
 REFREEZE_SECONDS = 600.0
 NEVER = 1 << 30  # a collection threshold no count reaches
 # Young collections between two of the middle generation. Under churn at fleet size the middle

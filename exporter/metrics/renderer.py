@@ -68,11 +68,11 @@ GZIP_LEVEL = 1
 # all the text, buckets are rebuilt on the loop as changes arrive, at most COMPACT_BYTES of bucket
 # text per group update (~1.5 ms). Changes land in random buckets, so a rebuild re-compresses
 # ~T/limit bytes for each pending byte it frees (T: all the text): the share keeps that ratio
-# bounded as the fleet grows, and the limit bounds the memory pending lines take when scrapes are
-# rare or raw (~11 MB on the benchmark fleet; the share was 16 when buckets were compressed with
-# zlib, 4x slower than ISA-L).
+# bounded as the fleet grows (~23 MB pending at most on the benchmark fleet). A share of 32 was
+# tried: ~13 MiB less peak RSS under churn, but the rebuilds it forced on the loop between gzip
+# scrapes made scrapes and probes wait (gzip p99 under churn ~0.6 s -> ~1.5 s at 100 %).
 PENDING_BYTES = 8 << 20
-PENDING_SHARE = 32
+PENDING_SHARE = 16
 COMPACT_BYTES = 1 << 20
 
 
