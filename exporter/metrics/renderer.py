@@ -69,8 +69,9 @@ GZIP_LEVEL = 1
 # text per group update (~1.5 ms). Changes land in random buckets, so a rebuild re-compresses
 # ~T/limit bytes for each pending byte it frees (T: all the text): the share keeps that ratio
 # bounded as the fleet grows (~23 MB pending at most on the benchmark fleet). A share of 32 was
-# tried: ~13 MiB less peak RSS under churn, but the rebuilds it forced on the loop between gzip
-# scrapes made scrapes and probes wait (gzip p99 under churn ~0.6 s -> ~1.5 s at 100 %).
+# tried: ~13 MiB less peak RSS under churn at 100 %, but the rebuilds it forced on the loop
+# between gzip scrapes made scrapes and probes wait (gzip p99 ~0.8 -> ~1.1 s, longest /healthz
+# answer ~50 -> ~200 ms).
 PENDING_BYTES = 8 << 20
 PENDING_SHARE = 16
 COMPACT_BYTES = 1 << 20
