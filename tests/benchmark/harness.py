@@ -302,8 +302,8 @@ class Run:
             last_cpu = cpu
         return time.monotonic(), last_cpu
 
-    async def _poll_marker_family(self, session: aiohttp.ClientSession, tracker: probes.Visibility,
-                                  index: int) -> list[float]:
+    async def _poll_marker_family(self, session: aiohttp.ClientSession,
+                                  tracker: probes.Visibility) -> list[float]:
         """Scrape only the marker family (``name[]``) every FAMILY_POLL_SECONDS until cancelled.
 
         Returns the start times of the polls (a list the caller gets back on cancellation).
@@ -330,7 +330,7 @@ class Run:
         profiler = Profiler(pid, self.dir / "profile-churn.txt", self.o.profile)
         profiler.__enter__()
         family = probes.Visibility(started["index"])
-        watcher = asyncio.create_task(self._poll_marker_family(session, family, started["index"]))
+        watcher = asyncio.create_task(self._poll_marker_family(session, family))
         rss: list[tuple[float, float]] = []
         raw: list[Scrape] = []
         gz: list[Scrape] = []
