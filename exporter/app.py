@@ -34,16 +34,13 @@ from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.sharding import keep_shard
 from exporter.sources.files import FileSource, FileStats
 from exporter.store import Store
-from exporter.timeslice import SLICE_SECONDS, TimeSlice
+from exporter.timeslice import TimeSlice
 from exporter.web import Exposition, make_app
 
 log = logging.getLogger("exporter.app")
 
 DEBOUNCE_SECONDS = 0.05
 RESYNC_SECONDS = 60.0  # time-based rules (minReadySeconds, stale deletion) move with the clock alone
-# The longest stretch of evaluation between yields to the event loop: a group takes a few ms, so a
-# count of groups would let a large pass hold the loop for seconds; time bounds it instead.
-YIELD_AFTER_SECONDS = SLICE_SECONDS
 # Before the source's first sync, evaluate at most this often, and leave at least PROGRESS_SPACING
 # times the last such pass's duration before the next one.
 PROGRESS_SECONDS = 15.0
@@ -195,7 +192,9 @@ class Pipeline:
             # Before the first yield: the previous Results match the store as taken only until
             # the source's next update.
             self.render_exported(exported, groups, now)
-        time_slice = TimeSlice(YIELD_AFTER_SECONDS)
+        # A group takes a few ms, so a count of groups would let a large pass hold the loop for
+        # seconds; time bounds each stretch of evaluation instead.
+        time_slice = TimeSlice()
         for key in sorted(groups):
             self.evaluate_group(key, now)
             await time_slice.pause()
@@ -265,9 +264,10 @@ def kube_resources(source_stats: object) -> list[ResourceStats]:
 
 def serve(config: Config) -> int:
     setup_logging(config.log_level, config.log_format)
-    allocator.limit_arenas(allocator.glibc())  # before any thread exists
+    libc = allocator.glibc()
+    allocator.limit_arenas(libc)  # before any thread exists
     try:
-        return asyncio.run(_serve(config))
+        return asyncio.run(_serve(config, libc))
     except ConfigError as exc:
         log.error("invalid configuration", extra={"error": str(exc)})
         return 2
@@ -275,7 +275,7 @@ def serve(config: Config) -> int:
         return 0
 
 
-async def _serve(config: Config) -> int:
+async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     web_cfg = webconfig.load(config.web_config_file) if config.web_config_file else None
     keep = keep_shard(config.shard, config.total_shards)
     store = Store(keep=keep)
@@ -335,7 +335,7 @@ async def _serve(config: Config) -> int:
     tasks.append(asyncio.create_task(pipeline.run(), name="evaluation"))
     reporter = asyncio.create_task(_report_sync(source_synced, store, renderer), name="sync-report")
     collector = asyncio.create_task(manage_gc(lambda: pipeline.ready), name="gc")
-    trimmer = asyncio.create_task(allocator.trim_periodically(allocator.glibc()), name="malloc-trim")
+    trimmer = asyncio.create_task(allocator.trim_periodically(libc), name="malloc-trim")
     stopper = asyncio.create_task(stop.wait())
     # The source and the evaluation loop run until cancelled: either ending means something broke.
     done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)

@@ -24,7 +24,7 @@ class TimeSlice:
 
     __slots__ = ("seconds", "started")
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float = SLICE_SECONDS) -> None:
         self.seconds = seconds
         self.started = time.perf_counter()
 

@@ -26,14 +26,11 @@ import orjson
 
 from exporter.engine.model import Base
 from exporter.sources.discovery import Resource
-from exporter.timeslice import SLICE_SECONDS, TimeSlice
+from exporter.timeslice import TimeSlice
 
 log = logging.getLogger("exporter.sources.kube")
 
 Projector = Callable[[Mapping[str, Any]], Base | None]
-# The longest stretch of projecting a list page, or of handling buffered watch events, between
-# yields to the event loop.
-YIELD_AFTER_SECONDS = SLICE_SECONDS
 
 
 class Sink(Protocol):
@@ -215,7 +212,7 @@ class ResourceLoop:
                     page = self._fetch_page(token, timeout)
                 # Projecting a page takes ~0.1 s: let the next page's request go out and its
                 # bytes in, and /healthz answer, meanwhile.
-                time_slice = TimeSlice(YIELD_AFTER_SECONDS)
+                time_slice = TimeSlice()
                 for raw in body.get("items") or []:
                     if isinstance(raw, dict):
                         keys.add(self._key(raw))
@@ -314,7 +311,7 @@ class ResourceLoop:
             # readline() returns without suspending while lines are buffered, and a backlog
             # buffers hundreds of events: without the slice the loop could serve nothing else
             # (scrapes, probes) until the buffer is drained.
-            time_slice = TimeSlice(YIELD_AFTER_SECONDS)
+            time_slice = TimeSlice()
             while True:
                 await time_slice.pause()
                 try:

@@ -82,6 +82,7 @@ class Run:
         self.port = free_port()
         self.control = f"http://127.0.0.1:{free_port()}"
         self.metrics_url = f"http://127.0.0.1:{self.port}/metrics"
+        self.marker_url = f"{self.metrics_url}?name[]={MARKER_FAMILY}"  # the marker family alone
         self.api: Child | None = None
         self.exporter: Child | None = None
 
@@ -222,7 +223,6 @@ class Run:
         pid = self.exporter.pid
         await self._wait_idle(pid, 5.0)
         cpu0 = probes.cpu_seconds(pid)
-        url = f"{self.metrics_url}?name[]={MARKER_FAMILY}"
         with Profiler(pid, self.dir / "profile-burst.txt", self.o.profile):
             b = await self.control_post(session, "/burst", {"n": self.o.burst})
             changes = (await self.control_get(session, f"/changes?since={b['first_index']}"))["changes"]
@@ -232,7 +232,7 @@ class Run:
                 latest[key] = max(latest.get(key, -1), c["marker"])
             visible = 0
             while True:
-                s = await probes.scrape(session, url, False)
+                s = await probes.scrape(session, self.marker_url, False)
                 seen = probes.markers(s.text())
                 visible = sum(1 for key, marker in latest.items() if seen.get(key, -1) >= marker)
                 if visible == len(latest) or s.start - b["end"] > self.o.burst_limit:
@@ -309,10 +309,9 @@ class Run:
         Returns the start times of the polls (a list the caller gets back on cancellation).
         """
         starts: list[float] = []
-        url = f"{self.metrics_url}?name[]={MARKER_FAMILY}"
         try:
             while True:
-                s = await probes.scrape(session, url, False)
+                s = await probes.scrape(session, self.marker_url, False)
                 starts.append(s.start)
                 batch = await self.control_get(session, f"/changes?since={tracker.next}")
                 tracker.add(batch["changes"], batch["next"])
