@@ -124,6 +124,9 @@ def _mutate(obj: Any, path: tuple[Any, ...], action: str, junk: Any) -> Any:
     for step in path[:-1]:
         parent = parent[step]
     last = path[-1]
+    # A copy: _WRONG_VALUES holds mutable values ([1], {"x": 1}), and a later mutation inside one
+    # would change it for every later example (hypothesis then reports its data generation flaky).
+    junk = copy.deepcopy(junk)
     if action == "delete":
         del parent[last]
     elif action == "replace":
