@@ -23,6 +23,7 @@ from typing import Protocol
 from aiohttp import web
 
 from exporter import __version__, allocator, webconfig
+from exporter.compaction import keep_compressed
 from exporter.config import Config, ConfigError
 from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
@@ -31,6 +32,7 @@ from exporter.gcpolicy import manage_gc
 from exporter.logging_setup import setup as setup_logging
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
+from exporter.offload import MemberBuilder
 from exporter.sharding import keep_shard
 from exporter.sources.files import FileSource, FileStats
 from exporter.store import Store
@@ -311,7 +313,9 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
         resources = lambda: kube_resources(kube_stats)  # noqa: E731
 
     pipeline.source_synced = source_synced
-    exposition = Exposition(renderer, stats, lambda: pipeline.ready and source_synced(), resources)
+    builder = MemberBuilder()
+    await builder.start()
+    exposition = Exposition(renderer, stats, lambda: pipeline.ready and source_synced(), resources, builder)
     runner = web.AppRunner(make_app(exposition, web_cfg), handle_signals=False, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, config.listen_host or None, config.listen_port,
@@ -322,6 +326,7 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
         log.error("cannot listen", extra={"address": f"{config.listen_host}:{config.listen_port}",
                                           "error": str(exc)})
         await runner.cleanup()
+        await builder.stop()
         return 1
     log.info("listening", extra={
         "address": f"{config.listen_host or '0.0.0.0'}:{config.listen_port}",
@@ -336,6 +341,7 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     reporter = asyncio.create_task(_report_sync(source_synced, store, renderer), name="sync-report")
     collector = asyncio.create_task(manage_gc(lambda: pipeline.ready), name="gc")
     trimmer = asyncio.create_task(allocator.trim_periodically(libc), name="malloc-trim")
+    compactor = asyncio.create_task(keep_compressed(renderer, builder), name="compaction")
     stopper = asyncio.create_task(stop.wait())
     # The source and the evaluation loop run until cancelled: either ending means something broke.
     done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -343,14 +349,15 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     for t in failed:
         log.error("task ended unexpectedly", extra={"task": t.get_name(), "error": repr(t.exception())})
     log.info("shutting down", extra={"reason": "signal" if stopper in done else "task failure"})
-    for t in [stopper, reporter, collector, trimmer, *tasks]:
+    for t in [stopper, reporter, collector, trimmer, compactor, *tasks]:
         t.cancel()
-    for t in [reporter, collector, trimmer, *tasks]:
+    for t in [reporter, collector, trimmer, compactor, *tasks]:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await t
     for s in stoppable:
         await s.stop()
     await runner.cleanup()
+    await builder.stop()
     return 1 if failed else 0
 
 

@@ -1,8 +1,8 @@
 """The HTTP server: ``/metrics``, ``/healthz``, ``/readyz`` (aiohttp).
 
 Owns request handling: basic auth from the web config, taking a renderer snapshot on the event
-loop (so each object's series are consistent), building the gzip members of the buckets changed
-since the last scrape in a worker thread (so a large scrape never blocks event handling),
+loop (so each object's series are consistent), having the gzip members of the buckets changed
+since the last rebuild built off the loop (so a large scrape never blocks event handling),
 streaming the body as its parts (gzip members that concatenate to one gzip stream, or raw bucket
 texts decompressed one at a time as they are written) without ever joining it, the text-format
 Content-Type, and recording the scrape's duration and size. Probes are not behind authentication
@@ -11,13 +11,10 @@ so kubelets can reach them. Owns no knowledge of kinds or metric names.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import itertools
-import sys
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
@@ -25,12 +22,12 @@ from exporter.metrics import selfmetrics
 from exporter.metrics.exposition import CONTENT_TYPE
 from exporter.metrics.renderer import Renderer, gzip_member
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
+from exporter.offload import MemberBuilder
 from exporter.timeslice import SLICE_SECONDS, TimeSlice
 from exporter.webconfig import WebConfig
 
 WRITE_CHUNK = 1 << 16  # small parts are joined up to this before a write, to save syscalls
 YIELD_AFTER_SECONDS = SLICE_SECONDS  # the longest a /metrics response writes before letting others run
-SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a scrape builds gzip members
 
 LANDING = b"""<html><head><title>fleet-status-exporter</title></head><body>
 <h1>fleet-status-exporter</h1><p><a href="/metrics">Metrics</a></p></body></html>
@@ -45,6 +42,9 @@ class Exposition:
     stats: ExporterStats
     ready: Callable[[], bool]
     resources: Callable[[], Iterable[ResourceStats]]
+    # Builds the members of buckets changed since the last scrape: the composition root gives
+    # one with a worker process; by default a thread does it.
+    builder: MemberBuilder = field(default_factory=lambda: MemberBuilder(process=False))
 
 
 def _accepts_gzip(request: web.Request) -> bool:
@@ -61,10 +61,11 @@ async def _body(renderer: Renderer, exposition: Exposition, gzip: bool,
 
     ``names``: only these metric families (``/metrics?name[]=...``), the exporter's own included.
 
-    Gzip: the members of buckets changed since the last scrape are built in a worker thread, then
-    kept. Raw: nothing is built ahead; each bucket's text is made (decompressed, with its pending
-    changes spliced in) when the write reaches it, so a raw scrape never holds more than a
-    bucket's text beyond the cache (raw is the fallback: Prometheus asks for gzip).
+    Gzip: the members of buckets changed since the last scrape (and not yet rebuilt in the
+    background) are built by the exposition's ``MemberBuilder``, off the loop, then kept. Raw:
+    nothing is built ahead; each bucket's text is made (decompressed, with its pending changes
+    spliced in) when the write reaches it, so a raw scrape never holds more than a bucket's text
+    beyond the cache (raw is the fallback: Prometheus asks for gzip).
     """
     snap = renderer.snapshot(names)
     tail = selfmetrics.render(
@@ -78,40 +79,11 @@ async def _body(renderer: Renderer, exposition: Exposition, gzip: bool,
     if not gzip:
         return itertools.chain(snap.texts(), (tail,)), size, size
 
-    def build() -> list[bytes]:
-        parts = snap.parts(gzip=True)
-        parts.append(gzip_member(tail))
-        return parts
-
-    with _prompt_gil_handoff():
-        parts = await asyncio.to_thread(build)
+    await exposition.builder.build(snap.unbuilt())
+    parts = snap.parts(gzip=True)  # every member is built by now: this only lists them
+    parts.append(gzip_member(tail))
     renderer.commit(snap)
     return parts, sum(map(len, parts)), size
-
-
-_handoffs = 0  # builds in flight (event loop thread only)
-_default_switch_interval = sys.getswitchinterval()
-
-
-@contextlib.contextmanager
-def _prompt_gil_handoff() -> Iterator[None]:
-    """A short GIL switch interval while a worker builds members.
-
-    Each compression releases the GIL; to take it back, the worker waits for the switch interval
-    (5 ms by default) whenever the loop thread is busy evaluating. With hundreds of dirty buckets
-    that waiting, not the compression, made scrapes under churn take seconds (2.5 s instead of
-    45 ms for 233 buckets in a microbenchmark with a busy loop thread; ~0.1 s at 0.5 ms).
-    """
-    global _handoffs
-    if _handoffs == 0:
-        sys.setswitchinterval(min(SWITCH_INTERVAL, _default_switch_interval))
-    _handoffs += 1
-    try:
-        yield
-    finally:
-        _handoffs -= 1
-        if _handoffs == 0:
-            sys.setswitchinterval(_default_switch_interval)
 
 
 def _chunks(parts: Iterable[bytes], size: int = WRITE_CHUNK) -> Iterator[bytes]:

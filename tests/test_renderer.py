@@ -19,7 +19,7 @@ from exporter.engine.model import (
     Result,
     Status,
 )
-from exporter.metrics.renderer import Renderer, _splice, render_fleet
+from exporter.metrics.renderer import Renderer, _plan, render_fleet
 
 T, F, U = Status.TRUE, Status.FALSE, Status.UNKNOWN
 GROUP = ("capi", "ns", "c1")
@@ -162,7 +162,7 @@ def lines(body: bytes) -> list[bytes]:
 
 def contents(bucket) -> tuple:
     """The keys of the objects a bucket holds now (its base with the pending changes applied)."""
-    return _splice(bucket.base, bucket.pending)[1].keys
+    return _plan(bucket.base, bucket.pending)[1].keys
 
 
 def test_buckets_fill_up_to_bucket_bytes_and_deletions_leave_room_for_new_objects():
@@ -198,7 +198,7 @@ def test_a_change_rebuilds_only_the_buckets_of_the_changed_object():
     renderer.update_group(GROUP, [(changed, result(changed, phase="Running")), *(
         (m, result(m, phase="Running")) for m in objs if m is not objs[7])])
     snap = renderer.snapshot()
-    dirty = [p for _, p in snap.pieces() if p.pending]
+    dirty = [p for p in snap.pieces() if p.pending]
     assert dirty, "the changed object's buckets must be rebuilt"
     assert len(dirty) < len(list(snap.pieces())) // 4, "only the changed object's buckets are dirty"
     assert all(set(p.pending) == {changed.key} for p in dirty)

@@ -37,11 +37,11 @@ from array import array
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from isal import isal_zlib
-
 from exporter.engine.model import Base, ObjectKey, Result
+from exporter.metrics import members
 from exporter.metrics.catalog import kind_spec, label_names, object_families
 from exporter.metrics.exposition import header, label_pairs, sample_lines
+from exporter.metrics.members import GZIP_LEVEL, Op, Plan, gzip_member
 from exporter.metrics.spec import (
     FamilySpec,
     KindSpec,
@@ -58,12 +58,6 @@ Fragments = tuple[tuple[int, bytes], ...]
 # member restarts deflate's 32 KiB window and adds ~20 bytes: on the benchmark fleet's text, 64 KiB
 # buckets are ~7 % larger on the wire than one member per family, 16 KiB ones ~25 %.
 BUCKET_BYTES = 64 << 10
-# Members are made with ISA-L (python-isal), whose deflate is standard (any gzip reader takes it).
-# On 64 KiB buckets of the benchmark fleet's text its level 1 compresses ~1,750 MB/s to a ratio
-# of 18.6 and decompresses ~950 MB/s, where zlib's level 1 compresses ~430 MB/s to 17.9 and
-# decompresses ~670 MB/s: rebuilding dirty buckets competes with event processing for the CPU,
-# so speed wins, and here it costs no ratio. (Its level 3 is ~7x slower for no gain.)
-GZIP_LEVEL = 1
 # Changed lines not yet compressed into their buckets: beyond this, or beyond 1/PENDING_SHARE of
 # all the text, buckets are rebuilt on the loop as changes arrive, at most COMPACT_BYTES of bucket
 # text per group update (~1.5 ms). Changes land in random buckets, so a rebuild re-compresses
@@ -75,15 +69,6 @@ GZIP_LEVEL = 1
 PENDING_BYTES = 8 << 20
 PENDING_SHARE = 16
 COMPACT_BYTES = 1 << 20
-
-
-def gzip_member(data: bytes, level: int = GZIP_LEVEL) -> bytes:
-    """``data`` as one complete gzip member (header, deflate stream, CRC and size trailer).
-
-    One ``compress`` call releases the GIL once for a bucket (a compressobj's compress and flush
-    release it twice), and a worker thread waits to get it back while the loop is busy.
-    """
-    return isal_zlib.compress(data, level, 31)
 
 
 def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: Result,
@@ -132,29 +117,27 @@ _EMPTY = _Base(b"", (), array("I"))
 Pending = dict[ObjectKey, bytes | None]
 
 
-def _splice(base: _Base, pending: Mapping[ObjectKey, bytes | None]) -> tuple[bytes, _Base]:
-    """The bucket's current text, and its base without the member (``gz`` left empty).
+def _plan(base: _Base, pending: Mapping[ObjectKey, bytes | None]) -> tuple[list[Op], _Base]:
+    """How to make the bucket's current text from its base, and its base after (``gz`` left empty).
 
-    Runs of unchanged objects are copied as slices of the decompressed base, so the join copies
-    the text once whatever the number of objects; the decompression releases the GIL.
+    Runs of unchanged objects are kept as ranges of the base text, so applying the plan copies
+    the text once whatever the number of objects; making it touches no text at all.
     """
-    text = isal_zlib.decompress(base.gz, 31) if base.gz else b""
-    if not pending:
-        return text, _Base(b"", base.keys, base.lengths)
-    view = memoryview(text)
-    out: list[bytes | memoryview] = []
     keys: list[ObjectKey] = []
     lengths = array("I")
+    if not pending:
+        return [(0, sum(base.lengths))], _Base(b"", base.keys, base.lengths)
+    ops: list[Op] = []
     start = pos = found = 0
     for key, n in zip(base.keys, base.lengths, strict=True):
         if key in pending:
             found += 1
             new = pending[key]
             if start < pos:
-                out.append(view[start:pos])
+                ops.append((start, pos))
             start = pos + n
             if new is not None:
-                out.append(new)
+                ops.append(new)
                 keys.append(key)
                 lengths.append(len(new))
         else:
@@ -162,36 +145,36 @@ def _splice(base: _Base, pending: Mapping[ObjectKey, bytes | None]) -> tuple[byt
             lengths.append(n)
         pos += n
     if start < pos:
-        out.append(view[start:pos])
+        ops.append((start, pos))
     if found < len(pending):  # objects new to the bucket go at its end
         known = set(base.keys)
         for key, new in pending.items():
             if new is not None and key not in known:
-                out.append(new)
+                ops.append(new)
                 keys.append(key)
                 lengths.append(len(new))
-    return b"".join(out), _Base(b"", tuple(keys), lengths)
+    return ops, _Base(b"", tuple(keys), lengths)
 
 
 def _rebuild(base: _Base, pending: Mapping[ObjectKey, bytes | None]) -> _Base:
-    text, new = _splice(base, pending)
-    new.gz = gzip_member(text) if text else b""
+    ops, new = _plan(base, pending)
+    new.gz = members.build((base.gz, ops))
     return new
 
 
 class _Bucket:
     """Some objects' lines of one family: a compressed base and the changes since."""
 
-    __slots__ = ("base", "epoch", "pending", "pending_bytes", "size")
+    __slots__ = ("base", "epoch", "family", "pending", "pending_bytes", "size")
 
-    def __init__(self, epoch: int, base: _Base = _EMPTY, pending: Pending | None = None,
-                 size: int = 0) -> None:
-        self.base = base
-        self.pending: Pending = pending if pending is not None else {}
-        self.pending_bytes = sum(len(v) for v in self.pending.values() if v is not None)
-        self.size = size  # bytes of the current text (base with pending applied)
+    def __init__(self, family: int) -> None:
+        self.family = family  # the index of its family
+        self.base = _EMPTY
+        self.pending: Pending = {}
+        self.pending_bytes = 0
+        self.size = 0  # bytes of the current text (base with pending applied)
         # The renderer's epoch when ``pending`` was created: a snapshot taken since may hold it.
-        self.epoch = epoch
+        self.epoch = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,10 +189,11 @@ class _Clean:
 class _Family:
     """One family's buckets, and the one new objects join."""
 
-    __slots__ = ("buckets", "clean", "freed", "open", "size")
+    __slots__ = ("buckets", "clean", "freed", "index", "open", "size")
 
-    def __init__(self) -> None:
-        self.buckets = [_Bucket(0)]
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.buckets = [_Bucket(index)]
         self.open = 0
         self.freed = False  # lines left a bucket since the last search for room
         self.size = 0  # bytes of text in all buckets
@@ -231,38 +215,59 @@ class _Family:
                     self.open = i
                     return i
             self.freed = False
-        self.buckets.append(_Bucket(0))
+        self.buckets.append(_Bucket(self.index))
         self.open = len(self.buckets) - 1
         return self.open
 
 
-class _Piece:
-    """One bucket as one scrape sees it: its base and pending dict (never mutated since)."""
+class Piece:
+    """One bucket as a scrape or a rebuild found it: its base and pending dict (never mutated since).
 
-    __slots__ = ("base", "bucket", "built", "pending", "size")
+    ``plan`` and ``done`` split a rebuild so that the byte work between them (``members.build``)
+    can run elsewhere: a worker process, a thread, or right here in ``member``.
+    """
 
-    def __init__(self, bucket: _Bucket) -> None:
+    __slots__ = ("_next", "base", "bucket", "built", "family", "pending", "size")
+
+    def __init__(self, family: int, bucket: _Bucket) -> None:
+        self.family = family
         self.bucket = bucket
         self.base = bucket.base
         self.pending = bucket.pending
         self.size = bucket.size
         self.built: _Base | None = None
+        self._next: _Base | None = None
+
+    def plan(self) -> Plan:
+        """The base member and the steps that make the current text (the piece's base after, kept)."""
+        ops, self._next = _plan(self.base, self.pending)
+        return self.base.gz, ops
+
+    def done(self, member: bytes) -> None:
+        """Take the member built from ``plan()``: the piece's new base."""
+        if self._next is None:
+            self._next = _plan(self.base, self.pending)[1]
+        self._next.gz = member
+        self.built, self._next = self._next, None
 
     def text(self) -> bytes:
-        return _splice(self.base, self.pending)[0]
+        if not self.pending:
+            return members.decompress(self.base.gz)
+        return members.apply(self.plan())
 
     def member(self) -> bytes:
         if not self.pending:
             return self.base.gz
         if self.built is None:
-            self.built = _rebuild(self.base, self.pending)
+            self.done(members.build(self.plan()))
+        assert self.built is not None
         return self.built.gz
 
 
 class Snapshot:
     """What one scrape serves: per non-empty family, its index and its clean or dirty buckets."""
 
-    def __init__(self, families: list[tuple[int, list[_Piece] | _Clean]], headers: list[bytes],
+    def __init__(self, families: list[tuple[int, list[Piece] | _Clean]], headers: list[bytes],
                  gz_headers: list[bytes]) -> None:
         self._families = families
         self._headers = headers
@@ -281,7 +286,7 @@ class Snapshot:
             yield self._headers[i]
             if isinstance(family, _Clean):
                 for base in family.bases:
-                    yield isal_zlib.decompress(base.gz, 31)
+                    yield members.decompress(base.gz)
             else:
                 for p in family:
                     yield p.text()
@@ -290,9 +295,8 @@ class Snapshot:
         """The body as a list of byte strings (safe in a worker thread: touches only this snapshot).
 
         Raw: headers and bucket texts. Gzip: one gzip member per header and per bucket, which
-        concatenated are one gzip stream decompressing to the raw body; dirty buckets are rebuilt
-        here (decompression and compression release the GIL; the splice holds it for one
-        bucket's join).
+        concatenated are one gzip stream decompressing to the raw body; dirty buckets not built
+        ahead (``unbuilt``) are rebuilt here.
         """
         if not gzip:
             return list(self.texts())
@@ -305,11 +309,15 @@ class Snapshot:
                 out.extend(p.member() for p in family)
         return out
 
-    def pieces(self) -> Iterable[tuple[int, _Piece]]:
-        """(family index, piece) of the families that were not wholly clean when it was taken."""
-        for i, family in self._families:
+    def pieces(self) -> Iterable[Piece]:
+        """The pieces of the families that were not wholly clean when it was taken."""
+        for _, family in self._families:
             if not isinstance(family, _Clean):
-                yield from ((i, p) for p in family)
+                yield from family
+
+    def unbuilt(self) -> list[Piece]:
+        """The pieces whose gzip member ``parts(gzip=True)`` would have to build."""
+        return [p for p in self.pieces() if p.pending and p.built is None]
 
 
 class Renderer:
@@ -325,7 +333,7 @@ class Renderer:
         self._index = {f.name: i for i, f in enumerate(self.families)}
         self._headers = [header(f.name, f.help, f.exposition_type) for f in self.families]
         self._gz_headers = [gzip_member(h) for h in self._headers]
-        self._families = [_Family() for _ in self.families]
+        self._families = [_Family(i) for i in range(len(self.families))]
         self._entries: dict[ObjectKey, _Entry] = {}
         self._members: dict[GroupKey, set[ObjectKey]] = {}
         # Buckets with pending lines, and the bytes of those lines.
@@ -394,28 +402,52 @@ class Renderer:
         ``names``: only the families of these names (the ``name[]`` filter of a scrape).
         """
         self._epoch += 1
-        families: list[tuple[int, list[_Piece] | _Clean]] = []
+        families: list[tuple[int, list[Piece] | _Clean]] = []
         for i, fam in enumerate(self._families):
             if names is not None and self.families[i].name not in names:
                 continue
             if fam.clean is not None:
                 families.append((i, fam.clean))
             elif fam.size:
-                families.append((i, [_Piece(b) for b in fam.buckets if b.size]))
+                families.append((i, [Piece(i, b) for b in fam.buckets if b.size]))
         return Snapshot(families, self._headers, self._gz_headers)
 
     def commit(self, snap: Snapshot) -> None:
         """Install the bases a snapshot built, for buckets not rebuilt since it was taken."""
+        self.install(snap.pieces())
+
+    def dirty(self, max_bytes: int) -> list[Piece]:
+        """Buckets with pending lines, longest dirty first, up to ``max_bytes`` of their text.
+
+        For rebuilding ahead of scrapes (``plan`` on the loop, ``members.build`` anywhere,
+        ``done``, then ``install`` on the loop). Like a snapshot, it freezes what it hands out:
+        later changes copy the pending dicts they touch.
+        """
+        self._epoch += 1
+        out: list[Piece] = []
+        total = 0
+        for b in self._dirty:
+            if total >= max_bytes:
+                break
+            out.append(Piece(b.family, b))
+            total += b.size
+        return out
+
+    def install(self, pieces: Iterable[Piece]) -> None:
+        """Make the built pieces their buckets' bases, unless a bucket was rebuilt since.
+
+        What changed in a bucket after its piece was taken stays pending.
+        """
         touched: set[int] = set()
-        for i, p in snap.pieces():
-            touched.add(i)
+        for p in pieces:
+            touched.add(p.family)
             b = p.bucket
             if p.built is None or b.base is not p.base:
                 continue
             b.base = p.built
             if b.pending is p.pending:
                 self._set_pending(b, {})
-            else:  # changed since the snapshot: what changed after it stays pending
+            else:
                 self._set_pending(b, {k: v for k, v in b.pending.items()
                                       if k not in p.pending or p.pending[k] is not v})
         for i in touched:

@@ -1,7 +1,8 @@
 """Measuring instruments: child processes, /proc readings, timed scrapes, an event-loop stall probe,
 and reading markers and series out of an exposition.
 
-Owns how each figure is taken, not when (``harness.py``): RSS and CPU from ``/proc/<pid>``, a
+Owns how each figure is taken, not when (``harness.py``): RSS and CPU from ``/proc/<pid>`` (the
+exporter's and its compression worker's together), a
 scrape timed to its headers and its last byte with the body kept compressed when gzip was asked
 for, and a /healthz poller in a separate process (its latency during a scrape bounds how long the
 exporter's event loop was blocked; it runs apart so the measuring client's own pauses do not
@@ -10,6 +11,7 @@ count).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import http.client
 import multiprocessing as mp
@@ -64,20 +66,52 @@ class Child:
             return ""
 
 
-def memory_mib(pid: int) -> dict[str, float]:
-    """VmRSS and VmHWM (peak RSS) of ``pid`` in MiB."""
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (the exporter and its compression worker)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                todo.extend(int(c) for c in task.read_text().split())
+    return out
+
+
+def _status_mib(pid: int) -> dict[str, float]:
     out: dict[str, float] = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0]) / 1024
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) / 1024
+    return out
+
+
+def memory_mib(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak RSS) in MiB of ``pid`` and its descendants together, and of each part.
+
+    ``VmRSS``/``VmHWM``: the sums over the process tree (the peak sum is an upper bound: each
+    process's peak may come at a different time); ``exporter_*``: the process alone.
+    """
+    own = _status_mib(pid)
+    out = {"exporter_VmRSS": own.get("VmRSS", 0.0), "exporter_VmHWM": own.get("VmHWM", 0.0),
+           "VmRSS": 0.0, "VmHWM": 0.0}
+    for p in process_tree(pid):
+        status = own if p == pid else _status_mib(p)
+        out["VmRSS"] += status.get("VmRSS", 0.0)
+        out["VmHWM"] += status.get("VmHWM", 0.0)
     return out
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    """User + system CPU time of ``pid`` and its living descendants so far."""
+    total = 0.0
+    for p in process_tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return total
 
 
 # ---- scrapes ----------------------------------------------------------------------------------
