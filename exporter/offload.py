@@ -33,9 +33,9 @@ from exporter.timeslice import TimeSlice
 
 log = logging.getLogger("exporter.offload")
 
-# Text per batch sent to the worker: ~10-15 ms of its time. A scrape's batch waits for at most
+# Text per batch sent to the worker: ~5-10 ms of its time. A scrape's batch waits for at most
 # one batch of the background rebuilds ahead of it.
-BATCH_BYTES = 8 << 20
+BATCH_BYTES = 4 << 20
 RETRY_SECONDS = 60.0
 SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a thread builds members
 
@@ -126,8 +126,11 @@ class MemberBuilder:
     async def _ensure_worker(self) -> bool:
         if not self.use_process:
             return False
-        if self._proc is not None and self._proc.returncode is None:
-            return True
+        if self._proc is not None:
+            if self._proc.returncode is None:
+                return True
+            self._failed("the compression worker stopped", RuntimeError(f"exit code {self._proc.returncode}"))
+            return False
         if time.monotonic() < self._retry_at:
             return False
         try:

@@ -10,9 +10,10 @@ but ISA-L and the standard library, so that the worker starts small.
 
 from __future__ import annotations
 
+import ctypes
 import pickle
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
 from isal import isal_zlib
@@ -69,6 +70,7 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     the list of members or, when a batch cannot be built, the error as a string (the parent
     builds that batch itself). Only the exporter's own process writes to ``requests``.
     """
+    trim = _trimmer()
     while True:
         head = requests.read(8)
         if len(head) < 8:
@@ -83,6 +85,18 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         replies.write(len(data).to_bytes(8, "little"))
         replies.write(data)
         replies.flush()
+        del body, reply, data
+        # A batch's buffers are megabytes, served by glibc's malloc, which keeps freed pages:
+        # handing them back keeps the worker at its idle size between batches (~0.2 ms).
+        trim()
+
+
+def _trimmer() -> Callable[[], object]:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return lambda: libc.malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        return lambda: None
 
 
 if __name__ == "__main__":

@@ -9,10 +9,14 @@ At rest a bucket is only compressed: its text as one complete gzip member (the *
 order and length of each object's lines in it; per object the renderer keeps a fingerprint and
 the length of its lines in each family, enough to tell which families a new rendering changed.
 Changed lines wait in the bucket's *pending* dict (None: the object left the bucket) until the
-bucket is rebuilt: decompress the base, splice the pending lines in, compress. That happens for
-dirty buckets when a gzip scrape needs their members (in a worker thread), and on the event loop a
-few buckets at a time whenever pending lines exceed ``PENDING_BYTES``; so the raw text, ~365 MB on
-the benchmark fleet, is held neither whole nor twice, only its ~20 MB of gzip members.
+bucket is rebuilt: decompress the base, splice the pending lines in, compress. A rebuild is split
+in two: its plan (which runs of the base to keep, which lines to insert) is made here, on the
+event loop, and the byte work (``members.build``) runs wherever the caller sends it, a worker
+process in ``serve``. Dirty buckets are rebuilt ahead of scrapes (``dirty`` and ``install``,
+every second in ``serve``), for a gzip scrape that finds them still dirty (``Snapshot.unbuilt``),
+and, as a last resort, on the loop a few buckets at a time whenever pending lines exceed
+``PENDING_BYTES``; so the raw text, ~365 MB on the benchmark fleet, is held neither whole nor
+twice, only its ~20 MB of gzip members.
 
 A gzip scrape is the list of family headers and bucket members (concatenated members are one
 valid gzip stream, RFC 1952 section 2.2), so a change re-compresses only the small buckets it
@@ -24,9 +28,9 @@ thread only and never await, so one object's lines in every family swap together
 either all the old ones or all the new ones. An object is rendered again only in the families that
 read what changed (its projection, its Result, or both: ``FamilySpec.reads``). A snapshot holds each
 bucket's base and pending dict by reference; bases are immutable and a pending dict is copied before
-its first change after a snapshot (copy on write), which is what lets ``Snapshot.parts`` run in a
-worker thread while the loop keeps rendering. ``Renderer.commit`` (back on the loop) installs the
-bases it built for buckets not rebuilt since, keeping whatever changed after the snapshot pending.
+its first change after a snapshot (copy on write), which is what lets a snapshot's members be
+built elsewhere while the loop keeps rendering. ``Renderer.commit`` and ``install`` (back on the
+loop) install the bases built for buckets not rebuilt since, keeping what changed after pending.
 Owns no evaluation, no HTTP and no self-metrics.
 """
 

@@ -1,0 +1,160 @@
+"""Gzip members built off the loop: the worker process, its fallbacks, and the background rebuilds.
+
+The worker is the real one (``python -m exporter.metrics.members``, started by ``MemberBuilder``);
+what it builds must be exactly what this process builds, and every way it can fail (it cannot
+start, it dies, its caller is cancelled mid-batch, a batch it cannot build) must still give a
+right body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+import logging
+import os
+import pickle
+import signal
+import sys
+from dataclasses import replace
+
+import pytest
+
+from exporter import compaction, offload
+from exporter.metrics import members
+from exporter.metrics.renderer import Renderer
+from exporter.offload import MemberBuilder
+from tests.test_renderer import GROUP, fleet, machine, result
+
+
+def changed_renderer(n: int = 300, every: int = 7) -> Renderer:
+    """A renderer whose buckets are built, then changed in every ``every``-th object."""
+    renderer = Renderer(bucket_bytes=2048)
+    objs = fleet(renderer, n)
+    renderer.render_gzip()
+    renderer.update_group(GROUP, [
+        (replace(m, version="v1.31.0") if i % every == 0 else m, result(m, phase="Running"))
+        for i, m in enumerate(objs)
+    ])
+    return renderer
+
+
+@pytest.fixture
+async def builder():
+    b = MemberBuilder()
+    yield b
+    await b.stop()
+
+
+async def test_the_worker_process_builds_what_this_process_would(builder: MemberBuilder) -> None:
+    renderer = changed_renderer()
+    snap = renderer.snapshot()
+    pieces = snap.unbuilt()
+    assert len(pieces) > 5
+    expected = [members.build(p.plan()) for p in pieces]
+    await builder.build(pieces)
+    assert builder.worker_pid not in (None, os.getpid())
+    assert builder.worker_starts == 1 and builder.worker_failures == 0
+    assert [p.built.gz for p in pieces if p.built is not None] == expected
+    raw = b"".join(snap.texts())
+    assert gzip.decompress(b"".join(snap.parts(gzip=True))) == raw
+    renderer.commit(snap)
+    assert renderer.pending_bytes == 0
+    assert gzip.decompress(renderer.render_gzip()) == renderer.render_body() == raw
+
+
+async def test_a_dead_worker_is_logged_and_its_batches_built_in_a_thread(
+        builder: MemberBuilder, caplog: pytest.LogCaptureFixture) -> None:
+    await builder.start()
+    pid = builder.worker_pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    await asyncio.sleep(0.2)
+    renderer = changed_renderer()
+    snap = renderer.snapshot()
+    with caplog.at_level(logging.ERROR, logger="exporter.offload"):
+        await builder.build(snap.unbuilt())
+    assert gzip.decompress(b"".join(snap.parts(gzip=True))) == b"".join(snap.texts())
+    assert builder.worker_failures == 1
+    assert any("compression worker stopped" in r.getMessage() for r in caplog.records)
+    # Within the retry interval no new worker is started: the thread goes on building.
+    renderer.update_group(GROUP, [])
+    await builder.build(renderer.snapshot().unbuilt())
+    assert builder.worker_starts == 1 and builder.worker_pid is None
+
+
+async def test_a_worker_that_cannot_start_leaves_the_thread_to_build(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    b = MemberBuilder()
+    renderer = changed_renderer()
+    snap = renderer.snapshot()
+    with caplog.at_level(logging.ERROR, logger="exporter.offload"):
+        await b.build(snap.unbuilt())
+    assert gzip.decompress(b"".join(snap.parts(gzip=True))) == b"".join(snap.texts())
+    assert b.worker_starts == 0 and b.worker_failures == 1
+    assert any("cannot start the compression worker" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_caller_cancelled_mid_batch_leaves_the_pipe_in_step(
+        builder: MemberBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(offload, "BATCH_BYTES", 1)  # one batch per bucket: many round trips
+    renderer = changed_renderer(every=2)
+    first = asyncio.ensure_future(builder.build(renderer.snapshot().unbuilt()))
+    await asyncio.sleep(0.05)  # the worker was asked: a reply is on its way
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    snap = renderer.snapshot()
+    await builder.build(snap.unbuilt())
+    assert gzip.decompress(b"".join(snap.parts(gzip=True))) == b"".join(snap.texts())
+    assert builder.worker_failures == 0
+
+
+def test_the_worker_loop_answers_a_bad_batch_with_its_error_and_goes_on() -> None:
+    good = [(members.gzip_member(b"abcdef"), [(0, 3), b"XYZ", (3, 6)])]
+    bad = [(b"not a gzip member", [(0, 1)])]
+    requests = io.BytesIO()
+    for batch in (bad, good):
+        data = pickle.dumps(batch)
+        requests.write(len(data).to_bytes(8, "little") + data)
+    requests.seek(0)
+    replies = io.BytesIO()
+    members.serve(requests, replies)
+    replies.seek(0)
+    answers = []
+    while head := replies.read(8):
+        answers.append(pickle.loads(replies.read(int.from_bytes(head, "little"))))
+    assert isinstance(answers[0], str) and answers[0]
+    assert [gzip.decompress(m) for m in answers[1]] == [b"abcXYZdef"]
+
+
+async def test_a_background_round_leaves_nothing_pending_and_later_changes_stay_pending(
+        builder: MemberBuilder) -> None:
+    renderer = changed_renderer()
+    assert renderer.pending_bytes > 0
+    done = await compaction.compress_round(renderer, builder)
+    assert done > 0 and renderer.pending_bytes == 0
+    assert not list(renderer.snapshot().pieces()), "every family is clean again"
+    assert gzip.decompress(renderer.render_gzip()) == renderer.render_body()
+
+    # A change made while a round is building stays pending, and the body shows it.
+    renderer = changed_renderer()
+    pieces = renderer.dirty(1 << 30)
+    build = asyncio.ensure_future(builder.build(pieces))
+    late = machine("m0")
+    renderer.update_objects(GROUP, [(replace(late, version="v9.9.9"), result(late, phase="Running"))])
+    await build
+    renderer.install(pieces)
+    assert renderer.pending_bytes > 0
+    body = renderer.render_body()
+    assert b"v9.9.9" in body
+    assert gzip.decompress(renderer.render_gzip()) == body
+
+
+async def test_a_quiet_renderer_costs_a_round_nothing(builder: MemberBuilder) -> None:
+    renderer = Renderer(bucket_bytes=2048)
+    fleet(renderer, 50)
+    renderer.render_gzip()
+    assert await compaction.compress_round(renderer, builder) == 0
+    assert builder.worker_starts == 0, "no batch, no worker"
