@@ -100,8 +100,10 @@ async def test_a_caller_cancelled_mid_batch_leaves_the_pipe_in_step(
         builder: MemberBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(offload, "BATCH_BYTES", 1)  # one batch per bucket: many round trips
     renderer = changed_renderer(every=2)
+    await builder.start()
     first = asyncio.ensure_future(builder.build(renderer.snapshot().unbuilt()))
-    await asyncio.sleep(0.05)  # the worker was asked: a reply is on its way
+    while not builder._lock.locked():  # until the worker was asked: a reply is on its way
+        await asyncio.sleep(0)
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first

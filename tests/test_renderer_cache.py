@@ -111,4 +111,4 @@ def test_an_object_changing_in_one_family_dirties_one_bucket() -> None:
     others = [(x, result(x, 1)) for x in ms if x is not ms[42]]
     renderer.update_group(("capi", "ns", "c"), [(m, result(m, 1)), *others])
     dirty = [p for p in renderer.snapshot().pieces() if p.pending]
-    assert len(dirty) == 1 and set(dirty[0].pending) == {m.key}
+    assert len(dirty) == 1 and set(dirty[0].pending) == {renderer._entries[m.key].id}

@@ -106,6 +106,7 @@ _LINES = struct.Struct("<HIqI")
 class _Entry:
     obj: Base
     result: Result
+    id: int  # the object's id in bucket bases and pending dicts
     # ``_LINES`` records, one per family the object has lines in, packed in one bytes object: four
     # arrays per object were ~15 MB at 100 % of the benchmark fleet, and four more objects per
     # rendering for the garbage collector to traverse (bytes are not tracked).
@@ -117,23 +118,24 @@ class _Base:
 
     __slots__ = ("gz", "keys", "lengths")
 
-    def __init__(self, gz: bytes, keys: tuple[ObjectKey, ...], lengths: array[int]) -> None:
+    def __init__(self, gz: bytes, keys: array[int], lengths: array[int]) -> None:
         self.gz = gz
         self.keys = keys
         self.lengths = lengths
 
 
-_EMPTY = _Base(b"", (), array("I"))
-Pending = dict[ObjectKey, bytes | None]
+_EMPTY = _Base(b"", array("Q"), array("I"))
+Pending = dict[int, bytes | None]
+"""New lines of a bucket's objects by their id (None: the object left the bucket)."""
 
 
-def _plan(base: _Base, pending: Mapping[ObjectKey, bytes | None]) -> tuple[list[Op], _Base]:
+def _plan(base: _Base, pending: Mapping[int, bytes | None]) -> tuple[list[Op], _Base]:
     """How to make the bucket's current text from its base, and its base after (``gz`` left empty).
 
     Runs of unchanged objects are kept as ranges of the base text, so applying the plan copies
     the text once whatever the number of objects; making it touches no text at all.
     """
-    keys: list[ObjectKey] = []
+    keys = array("Q")
     lengths = array("I")
     if not pending:
         return [(0, sum(base.lengths))], _Base(b"", base.keys, base.lengths)
@@ -163,10 +165,10 @@ def _plan(base: _Base, pending: Mapping[ObjectKey, bytes | None]) -> tuple[list[
                 ops.append(new)
                 keys.append(key)
                 lengths.append(len(new))
-    return ops, _Base(b"", tuple(keys), lengths)
+    return ops, _Base(b"", keys, lengths)
 
 
-def _rebuild(base: _Base, pending: Mapping[ObjectKey, bytes | None]) -> _Base:
+def _rebuild(base: _Base, pending: Mapping[int, bytes | None]) -> _Base:
     ops, new = _plan(base, pending)
     new.gz = members.build((base.gz, ops))
     return new
@@ -345,6 +347,7 @@ class Renderer:
         self._gz_headers = [gzip_member(h) for h in self._headers]
         self._families = [_Family(i) for i in range(len(self.families))]
         self._entries: dict[ObjectKey, _Entry] = {}
+        self._next_id = 0
         self._members: dict[GroupKey, set[ObjectKey]] = {}
         # Buckets with pending lines, and the bytes of those lines.
         self._dirty: dict[_Bucket, None] = {}
@@ -511,7 +514,14 @@ class Renderer:
         fragments = render_object(spec, self._index, obj, result, unchanged)
         self.renders += 1
         old: dict[int, tuple[int, int, int]] = {}
-        if entry is not None:
+        if entry is None:
+            # Ids, not keys, in buckets: a bucket's order is an array of ints (nothing for the
+            # garbage collector to traverse, and cheap to look up when a rebuild is planned).
+            # Never reused, so an id still in a base is always the object it was.
+            oid = self._next_id
+            self._next_id += 1
+        else:
+            oid = entry.id
             old = {i: (b, fp, n) for i, b, fp, n in _LINES.iter_unpack(entry.lines)}
         pack = _LINES.pack
         records: list[bytes] = []
@@ -520,36 +530,36 @@ class Renderer:
             before = old.pop(i, None)
             if before is None:
                 b = self._families[i].place(self.bucket_bytes)
-                self._set(i, b, key, text, 0)
+                self._set(i, b, oid, text, 0)
             else:
                 b = before[0]
                 if before[1:] != (fp, n):
-                    self._set(i, b, key, text, before[2])
+                    self._set(i, b, oid, text, before[2])
             records.append(pack(i, b, fp, n))
         for i, (b, fp, n) in old.items():
             if self.families[i].reads == unchanged:  # skipped: its lines stand
                 records.append(pack(i, b, fp, n))
             else:
-                self._set(i, b, key, None, n)
-        self._entries[key] = _Entry(obj, result, b"".join(records))
+                self._set(i, b, oid, None, n)
+        self._entries[key] = _Entry(obj, result, oid, b"".join(records))
 
     def _drop(self, key: ObjectKey) -> None:
         entry = self._entries.pop(key, None)
         if entry is None:
             return
         for i, b, _, n in _LINES.iter_unpack(entry.lines):
-            self._set(i, b, key, None, n)
+            self._set(i, b, entry.id, None, n)
 
-    def _set(self, i: int, bucket: int, key: ObjectKey, text: bytes | None, old_len: int) -> None:
-        """Make ``key``'s lines of family ``i`` ``text`` (None: none), replacing ``old_len`` bytes."""
+    def _set(self, i: int, bucket: int, oid: int, text: bytes | None, old_len: int) -> None:
+        """Make object ``oid``'s lines of family ``i`` ``text`` (None: none), replacing ``old_len`` bytes."""
         fam = self._families[i]
         b = fam.buckets[bucket]
         if b.epoch != self._epoch:
             b.pending = dict(b.pending)  # a snapshot may be reading the old one
             b.epoch = self._epoch
-        prev = b.pending.get(key)
+        prev = b.pending.get(oid)
         added = (len(text) if text is not None else 0) - (len(prev) if prev is not None else 0)
-        b.pending[key] = text
+        b.pending[oid] = text
         b.pending_bytes += added
         self.pending_bytes += added
         self._dirty[b] = None
@@ -563,7 +573,7 @@ class Renderer:
         if not b.size:  # its last object left: nothing to splice, ever
             # A new empty base, not _EMPTY: a build from a snapshot taken while the base was
             # _EMPTY must not pass for current once new objects arrive (commit compares identity).
-            b.base = _Base(b"", (), array("I"))
+            b.base = _Base(b"", array("Q"), array("I"))
             self._set_pending(b, {})
 
     def _set_pending(self, b: _Bucket, pending: Pending) -> None:
