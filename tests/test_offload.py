@@ -1,4 +1,4 @@
-"""Gzip members built off the loop: the worker process, its fallbacks, and the background rebuilds.
+"""Gzip members built off the loop: the worker process, its fallbacks, and compression ahead of the limit.
 
 The worker is the real one (``python -m exporter.metrics.members``, started by ``MemberBuilder``);
 what it builds must be exactly what this process builds, and every way it can fail (it cannot
@@ -131,18 +131,32 @@ def test_the_worker_loop_answers_a_bad_batch_with_its_error_and_goes_on() -> Non
     assert [gzip.decompress(m) for m in answers[1]] == [b"abcXYZdef"]
 
 
-async def test_a_background_round_leaves_nothing_pending_and_later_changes_stay_pending(
-        builder: MemberBuilder) -> None:
+async def test_pending_lines_past_half_the_limit_are_compressed_off_the_loop(builder: MemberBuilder) -> None:
     renderer = changed_renderer()
-    assert renderer.pending_bytes > 0
-    done = await compaction.compress_round(renderer, builder)
-    assert done > 0 and renderer.pending_bytes == 0
-    assert not list(renderer.snapshot().pieces()), "every family is clean again"
+    renderer.pending_share = 0
+    renderer.pending_floor = renderer.pending_bytes + 1  # just under the limit the loop acts at
+    before = renderer.pending_bytes
+    freed = await compaction.compress_pending(renderer, builder)
+    assert builder.worker_starts == 1, "the worker built them"
+    assert freed > 0 and renderer.pending_bytes <= renderer.pending_floor // 4 < before
     assert gzip.decompress(renderer.render_gzip()) == renderer.render_body()
 
-    # A change made while a round is building stays pending, and the body shows it.
+    # Below half the limit nothing is done.
     renderer = changed_renderer()
-    pieces = renderer.dirty(1 << 30)
+    renderer.pending_share = 0
+    renderer.pending_floor = 2 * renderer.pending_bytes + 2
+    assert await compaction.compress_pending(renderer, builder) == 0
+    assert renderer.pending_bytes > 0
+
+
+async def test_the_heaviest_buckets_go_first_and_changes_during_a_build_stay_pending(
+        builder: MemberBuilder) -> None:
+    renderer = changed_renderer()
+    pieces = renderer.heaviest(1)
+    assert len(pieces) == 1
+    assert pieces[0].bucket.pending_bytes == max(b.pending_bytes for b in renderer._dirty)
+
+    pieces = renderer.heaviest(1 << 40)
     build = asyncio.ensure_future(builder.build(pieces))
     late = machine("m0")
     renderer.update_objects(GROUP, [(replace(late, version="v9.9.9"), result(late, phase="Running"))])
@@ -152,11 +166,3 @@ async def test_a_background_round_leaves_nothing_pending_and_later_changes_stay_
     body = renderer.render_body()
     assert b"v9.9.9" in body
     assert gzip.decompress(renderer.render_gzip()) == body
-
-
-async def test_a_quiet_renderer_costs_a_round_nothing(builder: MemberBuilder) -> None:
-    renderer = Renderer(bucket_bytes=2048)
-    fleet(renderer, 50)
-    renderer.render_gzip()
-    assert await compaction.compress_round(renderer, builder) == 0
-    assert builder.worker_starts == 0, "no batch, no worker"

@@ -133,39 +133,49 @@ def _plan(base: _Base, pending: Mapping[int, bytes | None]) -> tuple[list[Op], _
     """How to make the bucket's current text from its base, and its base after (``gz`` left empty).
 
     Runs of unchanged objects are kept as ranges of the base text, so applying the plan copies
-    the text once whatever the number of objects; making it touches no text at all.
+    the text once whatever the number of objects; making it touches no text at all. The work in
+    Python is per pending object, not per object of the bucket (a bucket holds ~100, a change
+    touches one or two): finding them and copying the runs between them are array operations.
     """
-    keys = array("Q")
-    lengths = array("I")
+    keys, lengths = base.keys, base.lengths
     if not pending:
-        return [(0, sum(base.lengths))], _Base(b"", base.keys, base.lengths)
+        return [(0, sum(lengths))], _Base(b"", keys, lengths)
+    found: list[tuple[int, int]] = []  # (position in the base, id)
+    added: list[int] = []  # ids new to the bucket: they go at its end
+    for oid in pending:
+        try:
+            found.append((keys.index(oid), oid))
+        except ValueError:
+            added.append(oid)
+    found.sort()
     ops: list[Op] = []
-    start = pos = found = 0
-    for key, n in zip(base.keys, base.lengths, strict=True):
-        if key in pending:
-            found += 1
-            new = pending[key]
-            if start < pos:
-                ops.append((start, pos))
-            start = pos + n
-            if new is not None:
-                ops.append(new)
-                keys.append(key)
-                lengths.append(len(new))
-        else:
-            keys.append(key)
-            lengths.append(n)
-        pos += n
-    if start < pos:
-        ops.append((start, pos))
-    if found < len(pending):  # objects new to the bucket go at its end
-        known = set(base.keys)
-        for key, new in pending.items():
-            if new is not None and key not in known:
-                ops.append(new)
-                keys.append(key)
-                lengths.append(len(new))
-    return ops, _Base(b"", keys, lengths)
+    out_keys, out_lengths = array("Q"), array("I")
+    at = offset = 0  # position in the base, and its byte offset
+    for pos, oid in found:
+        if at < pos:
+            run = sum(lengths[at:pos])
+            ops.append((offset, offset + run))
+            out_keys += keys[at:pos]
+            out_lengths += lengths[at:pos]
+            offset += run
+        new = pending[oid]
+        if new is not None:
+            ops.append(new)
+            out_keys.append(oid)
+            out_lengths.append(len(new))
+        offset += lengths[pos]
+        at = pos + 1
+    if at < len(keys):
+        ops.append((offset, offset + sum(lengths[at:])))
+        out_keys += keys[at:]
+        out_lengths += lengths[at:]
+    for oid in added:
+        new = pending[oid]
+        if new is not None:
+            ops.append(new)
+            out_keys.append(oid)
+            out_lengths.append(len(new))
+    return ops, _Base(b"", out_keys, out_lengths)
 
 
 def _rebuild(base: _Base, pending: Mapping[int, bytes | None]) -> _Base:
@@ -201,10 +211,11 @@ class _Clean:
 class _Family:
     """One family's buckets, and the one new objects join."""
 
-    __slots__ = ("buckets", "clean", "freed", "index", "open", "size")
+    __slots__ = ("buckets", "clean", "dirty", "freed", "index", "open", "size")
 
     def __init__(self, index: int) -> None:
         self.index = index
+        self.dirty = 0  # buckets with pending lines
         self.buckets = [_Bucket(index)]
         self.open = 0
         self.freed = False  # lines left a bucket since the last search for room
@@ -429,21 +440,29 @@ class Renderer:
         """Install the bases a snapshot built, for buckets not rebuilt since it was taken."""
         self.install(snap.pieces())
 
-    def dirty(self, max_bytes: int) -> list[Piece]:
-        """Buckets with pending lines, longest dirty first, up to ``max_bytes`` of their text.
+    def pending_limit(self) -> int:
+        """Pending bytes beyond which the loop rebuilds buckets itself (``_compact``)."""
+        limit = self.pending_floor
+        if self.pending_share:
+            limit = max(limit, self.text_bytes // self.pending_share)
+        return limit
 
-        For rebuilding ahead of scrapes (``plan`` on the loop, ``members.build`` anywhere,
-        ``done``, then ``install`` on the loop). Like a snapshot, it freezes what it hands out:
-        later changes copy the pending dicts they touch.
+    def heaviest(self, free_bytes: int) -> list[Piece]:
+        """Dirty buckets, most pending bytes first, until their pending lines reach ``free_bytes``.
+
+        For rebuilding ahead of the limit, off the loop (``plan`` on the loop, ``members.build``
+        anywhere, ``done``, then ``install`` on the loop): the buckets that free the most pending
+        bytes for the work (a rebuild costs the whole bucket). Like a snapshot, it freezes what it
+        hands out: later changes copy the pending dicts they touch.
         """
         self._epoch += 1
         out: list[Piece] = []
-        total = 0
-        for b in self._dirty:
-            if total >= max_bytes:
+        freed = 0
+        for b in sorted(self._dirty, key=lambda b: b.pending_bytes, reverse=True):
+            if freed >= free_bytes:
                 break
             out.append(Piece(b.family, b))
-            total += b.size
+            freed += b.pending_bytes
         return out
 
     def install(self, pieces: Iterable[Piece]) -> None:
@@ -464,7 +483,10 @@ class Renderer:
                 self._set_pending(b, {k: v for k, v in b.pending.items()
                                       if k not in p.pending or p.pending[k] is not v})
         for i in touched:
-            self._families[i].clean = self._cleaned(self._families[i])
+            fam = self._families[i]
+            # Under churn most families keep some dirty bucket: only a family with none can be
+            # served as a _Clean (which lists every bucket's base).
+            fam.clean = self._cleaned(fam) if not fam.dirty else None
 
     def render_body(self) -> bytes:
         """The raw body in one go (tests and the one-shot paths)."""
@@ -562,7 +584,9 @@ class Renderer:
         b.pending[oid] = text
         b.pending_bytes += added
         self.pending_bytes += added
-        self._dirty[b] = None
+        if b not in self._dirty:
+            self._dirty[b] = None
+            fam.dirty += 1
         delta = (len(text) if text is not None else 0) - old_len
         b.size += delta
         fam.size += delta
@@ -581,8 +605,8 @@ class Renderer:
         size = sum(len(v) for v in pending.values() if v is not None)
         self.pending_bytes += size - b.pending_bytes
         b.pending, b.pending_bytes, b.epoch = pending, size, self._epoch
-        if not pending:
-            self._dirty.pop(b, None)
+        if not pending and self._dirty.pop(b, 0) is None:
+            self._families[b.family].dirty -= 1
 
     def _compact(self) -> None:
         """Rebuild dirty buckets on the loop while pending lines exceed the limit, down to half of it.
@@ -590,9 +614,7 @@ class Renderer:
         At most ``COMPACT_BYTES`` of text per call, so one call never stalls the loop for long;
         the limit keeps what is not yet compressed small when no scrape comes to do it.
         """
-        limit = self.pending_floor
-        if self.pending_share:
-            limit = max(limit, self.text_bytes // self.pending_share)
+        limit = self.pending_limit()
         if self.pending_bytes <= limit:
             return
         # The buckets with the most pending bytes first: they free the most for the work (a
@@ -619,5 +641,5 @@ def render_fleet(projections: Iterable[Base], results: Iterable[Result]) -> byte
     return renderer.render_body()
 
 
-__all__ = ["BUCKET_BYTES", "GZIP_LEVEL", "Renderer", "Snapshot", "gzip_member", "label_names",
+__all__ = ["BUCKET_BYTES", "GZIP_LEVEL", "Piece", "Renderer", "Snapshot", "gzip_member", "label_names",
            "render_fleet", "render_object"]
