@@ -3,7 +3,7 @@
 Owns the byte-level half of a bucket rebuild, the part that needs no renderer state: decompress
 the bucket's base member, join the runs of it a plan keeps with the new lines it inserts, and
 compress the result as one complete gzip member. The renderer makes the plan (which runs to keep,
-which lines to insert) on the event loop; this half can run anywhere, and does, in a worker
+which lines to insert); this half needs only the plan, and runs in a worker
 process (``exporter.offload``, which runs this module's ``serve``) or a thread. Imports nothing
 but ISA-L and the standard library, so that the worker starts small.
 """

@@ -10,12 +10,12 @@ order and length of each object's lines in it; per object the renderer keeps a f
 the length of its lines in each family, enough to tell which families a new rendering changed.
 Changed lines wait in the bucket's *pending* dict (None: the object left the bucket) until the
 bucket is rebuilt: decompress the base, splice the pending lines in, compress. A rebuild is split
-in two: its plan (which runs of the base to keep, which lines to insert) is made here, on the
-event loop, and the byte work (``members.build``) runs wherever the caller sends it, a worker
-process in ``serve``. Dirty buckets are rebuilt ahead of scrapes (``dirty`` and ``install``,
-every second in ``serve``), for a gzip scrape that finds them still dirty (``Snapshot.unbuilt``),
-and, as a last resort, on the loop a few buckets at a time whenever pending lines exceed
-``PENDING_BYTES``; so the raw text, ~365 MB on the benchmark fleet, is held neither whole nor
+in two: its plan (which runs of the base to keep, which lines to insert) and the byte work
+(``members.build``), which runs wherever the caller sends it, a worker process in ``serve``.
+Both may run off the loop, on pieces frozen for them (``Piece``). Dirty buckets are rebuilt for
+a gzip scrape (``Snapshot.unbuilt``), ahead of the pending limit (``heaviest`` and ``install``,
+in ``serve``), and, as a last resort, on the loop a few buckets at a time whenever pending lines
+exceed ``PENDING_BYTES``; so the raw text, ~365 MB on the benchmark fleet, is held neither whole nor
 twice, only its ~20 MB of gzip members.
 
 A gzip scrape is the list of family headers and bucket members (concatenated members are one
