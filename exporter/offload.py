@@ -35,10 +35,12 @@ from exporter.metrics.members import Plan
 
 log = logging.getLogger("exporter.offload")
 
-# Text per batch sent to the worker: ~30-60 ms of its time, ~1.5 MB of plans out and of members
-# back. The loop awaits once per batch; a scrape's batch waits for at most one batch of the
-# compaction ahead of it.
-BATCH_BYTES = 32 << 20
+# Text per batch sent to the worker: ~10-15 ms of its time, ~0.5 MB of plans out and of members
+# back once buckets are compressed. The loop awaits once per batch; a scrape's batch waits for at
+# most one batch of the compaction ahead of it. Larger batches cost the worker's memory: the
+# buckets filled at start-up travel as their whole text (32 MB batches took the worker to ~48
+# MiB resident, for ~16 MiB idle).
+BATCH_BYTES = 8 << 20
 PIPE_BYTES = 1 << 20
 RETRY_SECONDS = 60.0
 SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a thread builds members
