@@ -16,9 +16,12 @@ time. Owns no knowledge of buckets' contents.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from exporter.metrics.renderer import Piece, Renderer
 from exporter.offload import BATCH_BYTES, MemberBuilder
+
+log = logging.getLogger("exporter.compaction")
 
 EVERY_SECONDS = 1.0
 
@@ -52,6 +55,13 @@ async def compress_pending(renderer: Renderer, builder: MemberBuilder) -> int:
 
 
 async def keep_compressed(renderer: Renderer, builder: MemberBuilder, every: float = EVERY_SECONDS) -> None:
+    failing = False
     while True:
         await asyncio.sleep(every)
-        await compress_pending(renderer, builder)
+        try:
+            await compress_pending(renderer, builder)
+            failing = False
+        except Exception:  # the loop's own limit still holds pending lines: log, and keep trying
+            if not failing:
+                log.exception("compressing pending lines failed; the loop compresses them past its limit")
+            failing = True

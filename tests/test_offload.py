@@ -166,3 +166,23 @@ async def test_the_heaviest_buckets_go_first_and_changes_during_a_build_stay_pen
     body = renderer.render_body()
     assert b"v9.9.9" in body
     assert gzip.decompress(renderer.render_gzip()) == body
+
+
+async def test_a_failing_compaction_is_logged_once_and_retried(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    calls = 0
+
+    async def broken(renderer: Renderer, builder: MemberBuilder) -> int:
+        nonlocal calls
+        calls += 1
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(compaction, "compress_pending", broken)
+    loop = compaction.keep_compressed(Renderer(), MemberBuilder(process=False), every=0.01)
+    task = asyncio.ensure_future(loop)
+    with caplog.at_level(logging.ERROR, logger="exporter.compaction"):
+        while calls < 5:
+            await asyncio.sleep(0.01)
+    assert not task.done(), "the task goes on after a failure"
+    task.cancel()
+    assert sum("compressing pending lines failed" in r.getMessage() for r in caplog.records) == 1
