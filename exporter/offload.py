@@ -82,6 +82,7 @@ class MemberBuilder:
 
     @property
     def busy(self) -> bool:
+        """A batch is being exchanged with the worker."""
         return self._lock.locked()
 
     async def start(self) -> None:

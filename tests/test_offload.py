@@ -102,7 +102,7 @@ async def test_a_caller_cancelled_mid_batch_leaves_the_pipe_in_step(
     renderer = changed_renderer(every=2)
     await builder.start()
     first = asyncio.ensure_future(builder.build(renderer.snapshot().unbuilt()))
-    while not builder._lock.locked():  # until the worker was asked: a reply is on its way
+    while not builder.busy:  # until the worker was asked: a reply is on its way
         await asyncio.sleep(0)
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
