@@ -70,6 +70,20 @@ def owner_of(work: ManifestWork) -> tuple[str, str] | None:
     return (ns, name) if dot and ns and name else None
 
 
+class _KeptTracked(dict[ObjectKey, GroupKey]):
+    """A dict CPython's garbage collector never untracks (it untracks only exact dicts).
+
+    A dict holding only tuples of strings is untracked at a full collection, and tracked again
+    by the next insertion of a key not yet examined, into the young generation: there every
+    collection up to the next full one traverses all its entries (~34,000 at fleet size). The
+    exporter freezes the loaded fleet for the collector; a dict that stays tracked is frozen
+    with it and never traversed again. In one process under churn at fleet size this took the
+    collector's time from ~1.5 s to ~1.0 s per 10,000 changes.
+    """
+
+    __slots__ = ()
+
+
 class FleetIndex:
     """Projections by key, grouped for evaluation, with the indexes that keep lookups local."""
 
@@ -77,7 +91,7 @@ class FleetIndex:
         self._objects: dict[ObjectKey, Base] = {}
         self._by_kind: dict[str, dict[ObjectKey, Base]] = defaultdict(dict)
         self._members: dict[GroupKey, set[ObjectKey]] = defaultdict(set)
-        self._group_of: dict[ObjectKey, GroupKey] = {}
+        self._group_of: dict[ObjectKey, GroupKey] = _KeptTracked()
         # ManifestWorks by namespace (= managed cluster name), decisions by (namespace, placement).
         self._works_in: dict[str, set[ObjectKey]] = defaultdict(set)
         self._decisions_of: dict[tuple[str, str], set[ObjectKey]] = defaultdict(set)
