@@ -129,7 +129,7 @@ def test_probes_use_healthz_and_readyz_on_the_metrics_port(manifests: list[Manif
 def test_resources_default_to_requests_and_a_memory_limit() -> None:
     assert container(render())["resources"] == {
         "requests": {"cpu": "100m", "memory": "256Mi"},
-        "limits": {"memory": "384Mi"},
+        "limits": {"memory": "512Mi"},
     }
 
 
