@@ -18,24 +18,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from exporter.metrics.renderer import Piece, Renderer
-from exporter.offload import BATCH_BYTES, MemberBuilder
+from exporter.metrics.renderer import Renderer
+from exporter.offload import MemberBuilder
 
 log = logging.getLogger("exporter.compaction")
 
 EVERY_SECONDS = 1.0
-
-
-def _batches(pieces: list[Piece]) -> list[list[Piece]]:
-    out: list[list[Piece]] = [[]]
-    size = 0
-    for p in pieces:
-        if size >= BATCH_BYTES:
-            out.append([])
-            size = 0
-        out[-1].append(p)
-        size += p.size
-    return [b for b in out if b]
 
 
 async def compress_pending(renderer: Renderer, builder: MemberBuilder) -> int:
@@ -47,10 +35,8 @@ async def compress_pending(renderer: Renderer, builder: MemberBuilder) -> int:
     if renderer.pending_bytes <= limit // 2:
         return 0
     before = renderer.pending_bytes
-    for batch in _batches(renderer.heaviest(before - limit // 4)):
-        # Installed batch by batch: a scrape arriving meanwhile finds what is done built.
-        await builder.build(batch)
-        renderer.install(batch)
+    # Installed batch by batch: a scrape arriving meanwhile finds what is done built.
+    await builder.build(renderer.heaviest(before - limit // 4), after_batch=renderer.install)
     return before - renderer.pending_bytes
 
 

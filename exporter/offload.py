@@ -25,9 +25,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import exporter
 from exporter.metrics import members
@@ -55,6 +55,9 @@ class Buildable(Protocol):
     def plan(self) -> Plan: ...
 
     def done(self, member: bytes) -> None: ...
+
+
+B = TypeVar("B", bound=Buildable)
 
 
 class MemberBuilder:
@@ -108,26 +111,33 @@ class MemberBuilder:
         if proc.stdout is not None:
             proc.stdout.close()
 
-    async def build(self, items: Sequence[Buildable]) -> None:
-        """Build the member of every item (``done`` is called on each), batch by batch."""
-        batch: list[Buildable] = []
+    async def build(self, items: Sequence[B], after_batch: Callable[[list[B]], object] | None = None) -> None:
+        """Build the member of every item (``done`` is called on each), batch by batch.
+
+        ``after_batch`` is called on the loop with each batch once it is built.
+        """
+        batch: list[B] = []
         size = 0
         for item in items:
             batch.append(item)
             size += item.size
             if size >= BATCH_BYTES:
                 await self._build_batch(batch)
+                if after_batch is not None:
+                    after_batch(batch)
                 batch, size = [], 0
         if batch:
             await self._build_batch(batch)
+            if after_batch is not None:
+                after_batch(batch)
 
-    async def _build_batch(self, batch: list[Buildable]) -> None:
+    async def _build_batch(self, batch: Sequence[Buildable]) -> None:
         # A cancelled caller leaves the thread to finish the exchange under the lock: the pipe
         # never holds a reply the next batch would take for its own.
         with _prompt_gil_handoff():
             await asyncio.to_thread(self._build_in_thread, batch)
 
-    def _build_in_thread(self, batch: list[Buildable]) -> None:
+    def _build_in_thread(self, batch: Sequence[Buildable]) -> None:
         plans = [item.plan() for item in batch]
         built = self._ask(plans) if self.use_process else None
         if built is None:

@@ -5,18 +5,19 @@ the bucket's base member, join the runs of it a plan keeps with the new lines it
 compress the result as one complete gzip member. The renderer makes the plan (which runs to keep,
 which lines to insert); this half needs only the plan, and runs in a worker
 process (``exporter.offload``, which runs this module's ``serve``) or a thread. Imports nothing
-but ISA-L and the standard library, so that the worker starts small.
+but ISA-L, the standard library and ``exporter.allocator``, so that the worker starts small.
 """
 
 from __future__ import annotations
 
-import ctypes
 import pickle
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import BinaryIO
 
 from isal import isal_zlib
+
+from exporter.allocator import glibc
 
 # Members are made with ISA-L (python-isal), whose deflate is standard (any gzip reader takes it).
 # On 64 KiB buckets of the benchmark fleet's text its level 1 compresses ~1,750 MB/s to a ratio
@@ -70,7 +71,7 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     the list of members or, when a batch cannot be built, the error as a string (the parent
     builds that batch itself). Only the exporter's own process writes to ``requests``.
     """
-    trim = _trimmer()
+    libc = glibc()
     while True:
         head = requests.read(8)
         if len(head) < 8:
@@ -88,15 +89,8 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         del body, reply, data
         # A batch's buffers are megabytes, served by glibc's malloc, which keeps freed pages:
         # handing them back keeps the worker at its idle size between batches (~0.2 ms).
-        trim()
-
-
-def _trimmer() -> Callable[[], object]:
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        return lambda: libc.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to trim
-        return lambda: None
+        if libc is not None:
+            libc.malloc_trim(0)
 
 
 if __name__ == "__main__":

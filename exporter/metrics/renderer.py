@@ -252,8 +252,8 @@ class Piece:
 
     __slots__ = ("_next", "base", "bucket", "built", "family", "pending", "size")
 
-    def __init__(self, family: int, bucket: _Bucket) -> None:
-        self.family = family
+    def __init__(self, bucket: _Bucket) -> None:
+        self.family = bucket.family
         self.bucket = bucket
         self.base = bucket.base
         self.pending = bucket.pending
@@ -268,8 +268,7 @@ class Piece:
 
     def done(self, member: bytes) -> None:
         """Take the member built from ``plan()``: the piece's new base."""
-        if self._next is None:
-            self._next = _plan(self.base, self.pending)[1]
+        assert self._next is not None, "done() follows plan()"
         self._next.gz = member
         self.built, self._next = self._next, None
 
@@ -433,7 +432,7 @@ class Renderer:
             if fam.clean is not None:
                 families.append((i, fam.clean))
             elif fam.size:
-                families.append((i, [Piece(i, b) for b in fam.buckets if b.size]))
+                families.append((i, [Piece(b) for b in fam.buckets if b.size]))
         return Snapshot(families, self._headers, self._gz_headers)
 
     def commit(self, snap: Snapshot) -> None:
@@ -450,8 +449,8 @@ class Renderer:
     def heaviest(self, free_bytes: int) -> list[Piece]:
         """Dirty buckets, most pending bytes first, until their pending lines reach ``free_bytes``.
 
-        For rebuilding ahead of the limit, off the loop (``plan`` on the loop, ``members.build``
-        anywhere, ``done``, then ``install`` on the loop): the buckets that free the most pending
+        For rebuilding ahead of the limit, off the loop (``plan``, ``members.build`` and ``done``
+        anywhere, then ``install`` on the loop): the buckets that free the most pending
         bytes for the work (a rebuild costs the whole bucket). Like a snapshot, it freezes what it
         hands out: later changes copy the pending dicts they touch.
         """
@@ -461,7 +460,7 @@ class Renderer:
         for b in sorted(self._dirty, key=lambda b: b.pending_bytes, reverse=True):
             if freed >= free_bytes:
                 break
-            out.append(Piece(b.family, b))
+            out.append(Piece(b))
             freed += b.pending_bytes
         return out
 
