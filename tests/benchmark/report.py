@@ -96,7 +96,7 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("RSS after sync", lambda r: r.get("memory_after_sync_mib", {}).get("VmRSS"), "{:.0f} MiB"),
     ("RSS after churn", lambda r: r.get("memory_after_churn_mib", {}).get("VmRSS"), "{:.0f} MiB"),
     ("peak RSS (VmHWM)", lambda r: r.get("peak_rss_mib"), "{:.0f} MiB"),
-    ("  (exporter process alone: after sync / peak)", lambda r: _pair_mib(r), "{}"),
+    ("  (exporter process alone: after sync / peak)", _pair_mib, "{}"),
     ("RSS growth, 2nd vs 4th quarter of churn", lambda r: r.get("rss_growth_mib"), "{:+.1f} MiB"),
     ("/metrics p50 raw, quiet", lambda r: r.get("quiet", {}).get("scrape_raw_p50_s"), "{:.3f} s"),
     ("/metrics p50 gzip, quiet", lambda r: r.get("quiet", {}).get("scrape_gzip_p50_s"), "{:.3f} s"),
