@@ -22,26 +22,23 @@ log = logging.getLogger("exporter.gc")
 # are kept relative to their own duration as the heap grows.
 DURING_SYNC_SECONDS = 5.0
 SPACING = 20.0
-# Once ready, what survived since the last freeze is collected and frozen in turn when the middle
-# generation has been collected OLDEST_INTAKE times since (each of those moves its survivors, at
-# most a few thousand objects, to the oldest generation), or after REFREEZE_SECONDS at the latest.
-# At 100 % of the benchmark fleet one such collection costs ~5-10 ms of stopped loop per intake,
-# and each has a cost of its own (at an intake of 2, ~12 collections per 10 s of 500 changes/s,
-# ~20 ms each, and slower scrapes than without them): 4 keeps each under ~50 ms at half the count.
-# With a fixed 10-minute timer alone it was one collection of ~1.5 s (every object the churn had
-# replaced in those 10 minutes).
-OLDEST_INTAKE = 4
+# Once ready, only the young generation is collected automatically. What survives it is collected
+# in full and frozen in turn once YOUNG_COLLECTIONS young collections have fed it, or after
+# REFREEZE_SECONDS at the latest: each survivor is traversed twice (young, then full) instead of
+# three times through the middle and oldest generations, and each full collection covers a few
+# seconds of churn at most. In one process at 100 % of the benchmark fleet and 500 changes/s this
+# took the collector from ~120 us to ~75 us per change and its longest pause from ~50-70 ms
+# (middle generation every 4 young collections, oldest after 4 of those) to ~9 ms. With a fixed
+# 10-minute timer alone it was one collection of ~1.5 s (every object the churn had replaced in
+# those 10 minutes).
+YOUNG_COLLECTIONS = 4
 REFREEZE_SECONDS = 600.0
 NEVER = 1 << 30  # a collection threshold no count reaches
-# Young collections between two of the middle generation. Under churn at fleet size the middle
-# generation's collections were the longest pauses left (~55 ms at the default 10, ~23 ms at 4):
-# what it holds grows with this count.
-MIDDLE = 4
 POLL_SECONDS = 0.05
 
 
 async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SECONDS,
-                    refreeze: float = REFREEZE_SECONDS, intake: int = OLDEST_INTAKE) -> None:
+                    refreeze: float = REFREEZE_SECONDS, intake: int = YOUNG_COLLECTIONS) -> None:
     """Hold automatic collection until ``ready()``, then freeze the loaded fleet and keep it frozen.
 
     Until ready the heap only grows: every page's decoded JSON survives young collections while
@@ -50,15 +47,14 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
     out as they get slower) still bounds the cycles aiohttp or a retrying list leave behind.
 
     At ready ``gc.freeze()`` moves every object to the permanent generation, which collections
-    skip; objects still die by reference counting when updates replace them. From then on the
-    young generations are collected automatically (the middle one more often than by default, to
-    keep each of its collections short), the oldest one never by itself: under churn the objects
-    that replaced frozen ones pile up there, and a full collection over them stops the loop for as
-    long as they took to pile up (~0.4 s by the automatic threshold, ~1.5 s after ten minutes of
-    churn at fleet size). Instead, once ``intake`` middle-generation collections have fed it, or
-    ``refreeze`` seconds after the last time, the oldest generation is collected in full (so no
-    cycle is frozen alive, and cyclic garbage waits at most that long) and frozen in turn: the
-    pause stays proportional to a second or so of churn, whatever the rate.
+    skip; objects still die by reference counting when updates replace them. From then on only
+    the young generation is collected automatically; the older ones never by themselves: under
+    churn the objects that replaced frozen ones pile up there, and a full collection over them
+    stops the loop for as long as they took to pile up (~0.4 s by the automatic thresholds, ~1.5 s
+    after ten minutes of churn at fleet size). Instead, once ``intake`` young collections have fed
+    them, or ``refreeze`` seconds after the last time, everything not frozen is collected in full
+    (so no cycle is frozen alive, and cyclic garbage waits at most that long) and frozen in turn:
+    the pause stays proportional to a second or so of churn, whatever the rate.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -79,13 +75,13 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
         if was_enabled:
             gc.enable()
     young, middle, oldest = gc.get_threshold()
-    gc.set_threshold(young, min(middle, MIDDLE), NEVER)
+    gc.set_threshold(young, NEVER, NEVER)
     try:
         last = time.monotonic()
         while True:
             await asyncio.sleep(POLL_SECONDS)
-            # get_count()[2]: middle-generation collections since the oldest one was last collected.
-            if gc.get_count()[2] < intake and time.monotonic() - last < refreeze:
+            # get_count()[1]: young collections since the last collection of an older generation.
+            if gc.get_count()[1] < intake and time.monotonic() - last < refreeze:
                 continue
             started = time.monotonic()
             collected = gc.collect()

@@ -123,7 +123,8 @@ async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
         await _until(lambda: "freeze" in calls)
         await asyncio.sleep(0)
         assert gc.isenabled()
-        assert gc.get_threshold()[2] == gcpolicy.NEVER  # the oldest generation: on the timer only
+        # The older generations: collected by the task only.
+        assert gc.get_threshold()[1:] == (gcpolicy.NEVER, gcpolicy.NEVER)
         at_ready = len(calls)
         assert calls[-1] == "freeze"
         # Later: what survived since is collected in full before it is frozen too.
@@ -137,20 +138,20 @@ async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
     assert gc.get_threshold() == thresholds  # restored when the task ends
 
 
-async def test_gc_refreezes_as_soon_as_the_oldest_generation_has_taken_in_enough(
+async def test_gc_refreezes_as_soon_as_enough_young_collections_have_fed_the_older_generations(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[str] = []
     intake = [0]
     monkeypatch.setattr(gcpolicy.gc, "collect", lambda *a: calls.append("collect") or 0)
     monkeypatch.setattr(gcpolicy.gc, "freeze", lambda: calls.append("freeze"))
-    monkeypatch.setattr(gcpolicy.gc, "get_count", lambda: (0, 0, intake[0]))
+    monkeypatch.setattr(gcpolicy.gc, "get_count", lambda: (0, intake[0], 0))
     task = asyncio.create_task(manage_gc(lambda: True, refreeze=3600.0, intake=2))
     try:
         await _until(lambda: calls == ["freeze"])  # ready at once: the fleet is frozen
         intake[0] = 1
         await asyncio.sleep(gcpolicy.POLL_SECONDS * 3)
-        assert calls == ["freeze"], "one middle-generation collection is not enough"
+        assert calls == ["freeze"], "one young collection is not enough"
         intake[0] = 2
         await _until(lambda: len(calls) >= 3)
         assert calls[1:3] == ["collect", "freeze"]  # long before the hour of the timer
