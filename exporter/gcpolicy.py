@@ -22,23 +22,23 @@ log = logging.getLogger("exporter.gc")
 # are kept relative to their own duration as the heap grows.
 DURING_SYNC_SECONDS = 5.0
 SPACING = 20.0
-# Once ready, only the young generation is collected automatically. What survives it is collected
-# in full and frozen in turn once YOUNG_COLLECTIONS young collections have fed it, or after
-# REFREEZE_SECONDS at the latest: each survivor is traversed twice (young, then full) instead of
-# three times through the middle and oldest generations, and each full collection covers a few
-# seconds of churn at most. In one process at 100 % of the benchmark fleet and 500 changes/s this
-# took the collector from ~120 us to ~75 us per change and its longest pause from ~50-70 ms
-# (middle generation every 4 young collections, oldest after 4 of those) to ~9 ms. With a fixed
-# 10-minute timer alone it was one collection of ~1.5 s (every object the churn had replaced in
-# those 10 minutes).
-YOUNG_COLLECTIONS = 4
+# Once ready the task collects the young generation every POLL_SECONDS: under churn most new
+# objects replace old ones, so allocations minus deallocations (what the automatic threshold
+# counts) stay low while the young generation fills with survivors; a benchmark run at 500
+# changes/s found 10,000-55,000 objects in it at its automatic collections, 10-60 ms each. What
+# survives is collected in full and frozen in turn once FULL_AFTER young collections have fed it,
+# or after REFREEZE_SECONDS at the latest: each survivor is traversed twice (young, then full)
+# instead of three times through the middle and oldest generations, and a full collection covers
+# half a second of churn. With a fixed 10-minute timer alone it was one collection of ~1.5 s
+# (every object the churn had replaced in those 10 minutes).
+FULL_AFTER = 10
 REFREEZE_SECONDS = 600.0
 NEVER = 1 << 30  # a collection threshold no count reaches
 POLL_SECONDS = 0.05
 
 
 async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SECONDS,
-                    refreeze: float = REFREEZE_SECONDS, intake: int = YOUNG_COLLECTIONS) -> None:
+                    refreeze: float = REFREEZE_SECONDS, intake: int = FULL_AFTER) -> None:
     """Hold automatic collection until ``ready()``, then freeze the loaded fleet and keep it frozen.
 
     Until ready the heap only grows: every page's decoded JSON survives young collections while
@@ -47,14 +47,15 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
     out as they get slower) still bounds the cycles aiohttp or a retrying list leave behind.
 
     At ready ``gc.freeze()`` moves every object to the permanent generation, which collections
-    skip; objects still die by reference counting when updates replace them. From then on only
-    the young generation is collected automatically; the older ones never by themselves: under
-    churn the objects that replaced frozen ones pile up there, and a full collection over them
-    stops the loop for as long as they took to pile up (~0.4 s by the automatic thresholds, ~1.5 s
-    after ten minutes of churn at fleet size). Instead, once ``intake`` young collections have fed
-    them, or ``refreeze`` seconds after the last time, everything not frozen is collected in full
-    (so no cycle is frozen alive, and cyclic garbage waits at most that long) and frozen in turn:
-    the pause stays proportional to a second or so of churn, whatever the rate.
+    skip; objects still die by reference counting when updates replace them. From then on the
+    young generation is collected every ``POLL_SECONDS`` (and automatically, as before, when
+    allocations outrun deallocations), the older ones never by themselves: under churn the objects
+    that replaced frozen ones pile up there, and a full collection over them stops the loop for as
+    long as they took to pile up (~0.4 s by the automatic thresholds, ~1.5 s after ten minutes of
+    churn at fleet size). Instead, once ``intake`` young collections have fed them, or
+    ``refreeze`` seconds after the last time, everything not frozen is collected in full (so no
+    cycle is frozen alive, and cyclic garbage waits at most that long) and frozen in turn: the
+    pause stays proportional to a fraction of a second of churn, whatever the rate.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -82,6 +83,7 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
             await asyncio.sleep(POLL_SECONDS)
             # get_count()[1]: young collections since the last collection of an older generation.
             if gc.get_count()[1] < intake and time.monotonic() - last < refreeze:
+                gc.collect(0)
                 continue
             started = time.monotonic()
             collected = gc.collect()
