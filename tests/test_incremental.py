@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
+import exporter.app as app_module
 from exporter.app import FilteringSink, Pipeline
 from exporter.engine import evaluate as evaluate_module
 from exporter.engine import model, rule_inputs
@@ -51,6 +52,7 @@ from exporter.engine.parse import project
 from exporter.metrics.renderer import Renderer, render_fleet
 from exporter.metrics.selfmetrics import ExporterStats
 from exporter.store import Store
+from exporter.timeslice import TimeSlice
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = 1_795_176_000.0  # 2026-11-20T12:00:00Z
@@ -487,3 +489,52 @@ def test_reuse_that_ignores_the_clock_would_be_caught(monkeypatch: pytest.Monkey
     monkeypatch.setattr(evaluate_module, "owner_inputs", ignoring_the_clock)
     reused, fresh = _evaluated_later(_young_machine_group())
     assert reused != fresh
+
+
+def test_an_update_during_a_sliced_export_only_rendering_is_evaluated_by_the_next_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Export-only renderings yield between groups; what the source changes meanwhile still lands."""
+    fleet = example_fleet()
+    store, renderer, reference = Store(), Renderer(), Reference()
+    pipeline = Pipeline(store, FilteringSink(store), renderer, ExporterStats(), lambda _key: True)
+    pipeline.clock = lambda: NOW
+    monkeypatch.setattr(app_module, "TimeSlice", lambda: TimeSlice(0.0))  # yield after every group
+    for obj in fleet:
+        store.upsert(obj)
+        reference.upsert(obj)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(pipeline.run_pass(store.take_dirty(), store.take_exported()))
+    reference.evaluate(NOW)
+
+    rng = random.Random(7)
+    changed: dict[GroupKey, Machine] = {}
+    for m in (o for o in fleet if isinstance(o, Machine)):
+        new = dataclasses.replace(m, certificates_expiry=NOW + rng.randrange(1, 10**8))
+        store.upsert(new)
+        group = store.take_exported().get(new.key)
+        if group is not None and group not in changed:
+            changed[group] = new
+            reference.upsert(new)
+        else:
+            store.upsert(m)  # back as it was: one export-only change per group
+    assert len(changed) >= 2, "the example fleet has Machines in two groups"
+    exported = {m.key: g for g, m in changed.items()}
+    last = list(changed.values())[-1]
+    flipped = dataclasses.replace(last, conditions=_flip(last.conditions, rng))
+
+    async def interleaved() -> None:
+        task = asyncio.create_task(pipeline.run_pass(set(), exported))
+        await asyncio.sleep(0)  # the pass renders the first group, then gives way
+        assert not task.done()
+        store.upsert(flipped)  # the source, meanwhile: a change rules read, to a later Machine
+        reference.upsert(flipped)
+        await task
+        await pipeline.run_pass(store.take_dirty(), store.take_exported())
+
+    loop.run_until_complete(interleaved())
+    loop.close()
+    reference.evaluate(NOW)
+    assert pipeline.previous == reference.previous
+    objects = [o for k in _all_keys(reference.index) if (o := reference.index.get(k)) is not None]
+    assert lines(renderer.render_body()) == lines(render_fleet(objects, reference.previous.values()))
