@@ -29,9 +29,10 @@ SPACING = 20.0
 # survives is collected in full and frozen in turn once FULL_AFTER young collections have fed it,
 # or after REFREEZE_SECONDS at the latest: each survivor is traversed twice (young, then full)
 # instead of three times through the middle and oldest generations, and a full collection covers
-# half a second of churn. With a fixed 10-minute timer alone it was one collection of ~1.5 s
-# (every object the churn had replaced in those 10 minutes).
-FULL_AFTER = 10
+# ~0.2 s of churn: after 10 young collections (~0.5 s) they took 10-55 ms at 500 changes/s in the
+# benchmark, the longest stalls of its churn. With a fixed 10-minute timer alone it was one
+# collection of ~1.5 s (every object the churn had replaced in those 10 minutes).
+FULL_AFTER = 4
 REFREEZE_SECONDS = 600.0
 NEVER = 1 << 30  # a collection threshold no count reaches
 POLL_SECONDS = 0.05
