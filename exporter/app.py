@@ -23,6 +23,7 @@ from typing import Protocol
 from aiohttp import web
 
 from exporter import __version__, allocator, webconfig
+from exporter.batching import DEBOUNCE_SECONDS, Batcher
 from exporter.compaction import keep_compressed
 from exporter.config import Config, ConfigError
 from exporter.engine.evaluate import Memo, evaluate_group_reusing
@@ -41,7 +42,6 @@ from exporter.web import Exposition, make_app
 
 log = logging.getLogger("exporter.app")
 
-DEBOUNCE_SECONDS = 0.05
 RESYNC_SECONDS = 60.0  # time-based rules (minReadySeconds, stale deletion) move with the clock alone
 # Before the source's first sync, evaluate at most this often, and leave at least PROGRESS_SPACING
 # times the last such pass's duration before the next one.
@@ -138,6 +138,8 @@ class Pipeline:
         self.source_synced: Callable[[], bool] = lambda: True
         # Ready once everything the source had listed when it reported sync has been evaluated.
         self.ready = False
+        # Once ready, passes wait out bursts of changes (see exporter/batching.py).
+        self.batcher = Batcher()
 
     def evaluate_group(self, key: GroupKey, now: float) -> None:
         group = self.store.build(key)
@@ -216,10 +218,14 @@ class Pipeline:
         self, *, debounce: float = DEBOUNCE_SECONDS, resync: float = RESYNC_SECONDS,
         progress: float = PROGRESS_SECONDS,
     ) -> None:
+        self.batcher.debounce = debounce
         rotation = Rotation(resync)
         next_progress = time.monotonic() + progress
         while True:
-            await asyncio.sleep(debounce)
+            if self.ready:
+                await self.batcher.wait(lambda: self.store.generation)
+            else:
+                await asyncio.sleep(self.batcher.debounce)
             synced = self.source_synced()
             if not synced and not self.ready:
                 # Until the first sync most groups lack kinds still being listed and would be

@@ -1,0 +1,72 @@
+"""The evaluation loop's batching: a pass follows the debounce at an ordinary rate of change, waits
+while changes pour in, and never longer than its cap."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from exporter.batching import Batcher
+
+
+class Changes:
+    """A change counter that a task bumps ``per_tick`` times every millisecond while ``busy``."""
+
+    def __init__(self, per_tick: int) -> None:
+        self.count = 0
+        self.per_tick = per_tick
+        self.busy = True
+
+    async def pour(self) -> None:
+        while self.busy:
+            self.count += self.per_tick
+            await asyncio.sleep(0.001)
+
+
+async def _timed_wait(batcher: Batcher, changes: Changes) -> float:
+    started = time.monotonic()
+    await batcher.wait(lambda: changes.count)
+    return time.monotonic() - started
+
+
+async def test_an_ordinary_rate_waits_one_debounce() -> None:
+    batcher = Batcher(debounce=0.02, busy_rate=100_000, max_wait=1.0)
+    changes = Changes(per_tick=1)  # at most ~1,000 per second
+    pouring = asyncio.create_task(changes.pour())
+    try:
+        elapsed = await _timed_wait(batcher, changes)
+    finally:
+        changes.busy = False
+        await pouring
+    assert batcher.extended == 0
+    assert 0.02 <= elapsed < 0.2
+
+
+async def test_a_burst_holds_the_pass_back_until_the_cap() -> None:
+    batcher = Batcher(debounce=0.01, busy_rate=1_000, max_wait=0.15)
+    changes = Changes(per_tick=50)  # tens of thousands per second, for as long as it takes
+    pouring = asyncio.create_task(changes.pour())
+    try:
+        elapsed = await _timed_wait(batcher, changes)
+    finally:
+        changes.busy = False
+        await pouring
+    assert batcher.extended >= 3
+    assert 0.15 <= elapsed < 0.5
+
+
+async def test_the_pass_follows_a_burst_soon_after_it_ends() -> None:
+    batcher = Batcher(debounce=0.01, busy_rate=1_000, max_wait=5.0)
+    changes = Changes(per_tick=50)
+    pouring = asyncio.create_task(changes.pour())
+
+    async def end_burst() -> None:
+        await asyncio.sleep(0.1)
+        changes.busy = False
+
+    ender = asyncio.create_task(end_burst())
+    elapsed = await _timed_wait(batcher, changes)
+    await ender
+    await pouring
+    assert batcher.extended >= 3
+    assert 0.1 <= elapsed < 1.0  # far below the cap: the first quiet debounce ends the wait
