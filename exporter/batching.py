@@ -12,6 +12,7 @@ the debounce, as it always did. Owns no knowledge of what changed or of evaluati
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 
@@ -20,8 +21,11 @@ DEBOUNCE_SECONDS = 0.05
 # docs/performance.md): only a burst (a relist, a watch catching up, a fleet-wide rollout) waits.
 BUSY_CHANGES_PER_SECOND = 2000.0
 # The longest a burst holds a pass back: what the batching adds, at worst, to the time a change
-# takes to reach /metrics.
+# takes to reach /metrics. A burst of 10,000 changes at fleet size gave the same throughput with
+# 2 s (each group is evaluated about once either way).
 MAX_WAIT_SECONDS = 1.0
+
+log = logging.getLogger("exporter.batching")
 
 
 class Batcher:
@@ -32,11 +36,12 @@ class Batcher:
         max_wait: float = MAX_WAIT_SECONDS, clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.debounce, self.busy_rate, self.max_wait, self.clock = debounce, busy_rate, max_wait, clock
-        self.extended = 0  # debounces added because changes poured in (a self-metric, tests)
+        self.extended = 0  # debounces added because changes poured in
 
     async def wait(self, changes: Callable[[], int]) -> None:
         started = last_time = self.clock()
-        last_count = changes()
+        first_count = last_count = changes()
+        extended = 0
         while True:
             await asyncio.sleep(self.debounce)
             now, count = self.clock(), changes()
@@ -44,6 +49,10 @@ class Batcher:
             # quiet stretch, nor a handful of changes in a short window as a burst.
             rate = (count - last_count) / max(now - last_time, self.debounce)
             if rate <= self.busy_rate or now - started >= self.max_wait:
-                return
-            self.extended += 1
+                break
+            extended += 1
             last_time, last_count = now, count
+        if extended:
+            self.extended += extended
+            log.debug("evaluation held back by a burst of changes", extra={
+                "seconds": round(now - started, 3), "changes": count - first_count})
