@@ -22,24 +22,22 @@ log = logging.getLogger("exporter.gc")
 # are kept relative to their own duration as the heap grows.
 DURING_SYNC_SECONDS = 5.0
 SPACING = 20.0
-# Once ready the task collects the young generation every POLL_SECONDS: under churn most new
-# objects replace old ones, so allocations minus deallocations (what the automatic threshold
-# counts) stay low while the young generation fills with survivors; a benchmark run at 500
-# changes/s found 10,000-55,000 objects in it at its automatic collections, 10-60 ms each. What
-# survives is collected in full and frozen in turn once FULL_AFTER young collections have fed it,
-# or after REFREEZE_SECONDS at the latest: each survivor is traversed twice (young, then full)
-# instead of three times through the middle and oldest generations, and a full collection covers
-# ~0.2 s of churn: after 10 young collections (~0.5 s) they took 10-55 ms at 500 changes/s in the
-# benchmark, the longest stalls of its churn. With a fixed 10-minute timer alone it was one
-# collection of ~1.5 s (every object the churn had replaced in those 10 minutes).
-FULL_AFTER = 4
-REFREEZE_SECONDS = 600.0
+POLL_SECONDS = 0.05  # how often readiness is checked meanwhile
+# Once ready, everything not frozen is collected in full and frozen in turn every
+# REFREEZE_SECONDS, so each object that survives is traversed once. Before, the task collected the
+# young generation every 50 ms and everything after 4 of those (each survivor traversed twice),
+# and before that through the middle and oldest generations (three times); on a fixed 10-minute
+# timer alone the full collection stopped the loop for ~1.5 s under churn (every object the churn
+# had replaced in those 10 minutes). The automatic young threshold stays as it was: under churn
+# most new objects replace old ones, so allocations minus deallocations (what it counts) stay low
+# and it rarely fires; the timer bounds what a collection has to traverse instead (~0.2 s of
+# churn, a few ms at 500 changes/s).
+REFREEZE_SECONDS = 0.2
 NEVER = 1 << 30  # a collection threshold no count reaches
-POLL_SECONDS = 0.05
 
 
 async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SECONDS,
-                    refreeze: float = REFREEZE_SECONDS, intake: int = FULL_AFTER) -> None:
+                    refreeze: float = REFREEZE_SECONDS) -> None:
     """Hold automatic collection until ``ready()``, then freeze the loaded fleet and keep it frozen.
 
     Until ready the heap only grows: every page's decoded JSON survives young collections while
@@ -49,14 +47,12 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
 
     At ready ``gc.freeze()`` moves every object to the permanent generation, which collections
     skip; objects still die by reference counting when updates replace them. From then on the
-    young generation is collected every ``POLL_SECONDS`` (and automatically, as before, when
-    allocations outrun deallocations), the older ones never by themselves: under churn the objects
-    that replaced frozen ones pile up there, and a full collection over them stops the loop for as
-    long as they took to pile up (~0.4 s by the automatic thresholds, ~1.5 s after ten minutes of
-    churn at fleet size). Instead, once ``intake`` young collections have fed them, or
-    ``refreeze`` seconds after the last time, everything not frozen is collected in full (so no
-    cycle is frozen alive, and cyclic garbage waits at most that long) and frozen in turn: the
-    pause stays proportional to a fraction of a second of churn, whatever the rate.
+    older generations are never collected automatically: under churn the objects that replaced
+    frozen ones would pile up there, and a full collection over them stops the loop for as long
+    as they took to pile up. Instead, every ``refreeze`` seconds everything not frozen is
+    collected in full (so no cycle is frozen alive, and cyclic garbage waits at most that long)
+    and frozen in turn: the pause stays proportional to a fraction of a second of churn, whatever
+    the rate.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -79,18 +75,12 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
     young, middle, oldest = gc.get_threshold()
     gc.set_threshold(young, NEVER, NEVER)
     try:
-        last = time.monotonic()
         while True:
-            await asyncio.sleep(POLL_SECONDS)
-            # get_count()[1]: young collections since the last collection of an older generation.
-            if gc.get_count()[1] < intake and time.monotonic() - last < refreeze:
-                gc.collect(0)
-                continue
+            await asyncio.sleep(refreeze)
             started = time.monotonic()
             collected = gc.collect()
             gc.freeze()
-            last = time.monotonic()
             log.debug("garbage collector: refrozen", extra={
-                "collected": collected, "seconds": round(last - started, 3)})
+                "collected": collected, "seconds": round(time.monotonic() - started, 4)})
     finally:
         gc.set_threshold(young, middle, oldest)

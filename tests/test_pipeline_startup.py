@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -123,7 +124,7 @@ async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
     ready = [False]
     assert gc.isenabled()
     thresholds = gc.get_threshold()
-    task = asyncio.create_task(manage_gc(lambda: ready[0], interval=0.01, refreeze=0.05, intake=1 << 30))
+    task = asyncio.create_task(manage_gc(lambda: ready[0], interval=0.01, refreeze=0.05))
     try:
         await _until(lambda: calls.count("collect") >= 2)
         assert not gc.isenabled()  # no automatic collection while the fleet loads
@@ -136,10 +137,11 @@ async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
         assert gc.get_threshold()[1:] == (gcpolicy.NEVER, gcpolicy.NEVER)
         at_ready = len(calls)
         assert calls[-1] == "freeze"
-        # Later: what survived since is collected in full before it is frozen too.
-        await _until(lambda: "freeze" in calls[at_ready:])
-        later = [c for c in calls[at_ready:] if c != "young"]
-        assert later[:2] == ["collect", "freeze"]
+        # Later: what survived since is collected in full before it is frozen too, again and again,
+        # and the task never collects the young generation alone.
+        await _until(lambda: calls[at_ready:].count("freeze") >= 2)
+        assert calls[at_ready:at_ready + 4] == ["collect", "freeze", "collect", "freeze"]
+        assert "young" not in calls
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -148,25 +150,18 @@ async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
     assert gc.get_threshold() == thresholds  # restored when the task ends
 
 
-async def test_gc_refreezes_as_soon_as_enough_young_collections_have_fed_the_older_generations(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    calls: list[str] = []
-    intake = [0]
-    monkeypatch.setattr(gcpolicy.gc, "collect", _recording_collect(calls))
-    monkeypatch.setattr(gcpolicy.gc, "freeze", lambda: calls.append("freeze"))
-    monkeypatch.setattr(gcpolicy.gc, "get_count", lambda: (0, intake[0], 0))
-    task = asyncio.create_task(manage_gc(lambda: True, refreeze=3600.0, intake=2))
+async def test_gc_refreezes_on_its_timer_and_not_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, float]] = []
+    monkeypatch.setattr(gcpolicy.gc, "collect", lambda *a: calls.append(("collect", time.monotonic())) or 0)
+    monkeypatch.setattr(gcpolicy.gc, "freeze", lambda: calls.append(("freeze", time.monotonic())))
+    started = time.monotonic()
+    task = asyncio.create_task(manage_gc(lambda: True, refreeze=0.1))
     try:
-        await _until(lambda: calls[:1] == ["freeze"])  # ready at once: the fleet is frozen
-        intake[0] = 1
-        await asyncio.sleep(gcpolicy.POLL_SECONDS * 3)
-        # Meanwhile the young generation is collected at every poll, and only it.
-        assert calls[0] == "freeze" and set(calls[1:]) == {"young"}, calls
-        intake[0] = 2
-        await _until(lambda: calls.count("freeze") >= 2)
-        full = [c for c in calls[1:] if c != "young"]
-        assert full[:2] == ["collect", "freeze"]  # long before the hour of the timer
+        await _until(lambda: [c for c, _ in calls].count("freeze") >= 3)
+        assert [c for c, _ in calls[:5]] == ["freeze", "collect", "freeze", "collect", "freeze"]
+        # ready at once: the fleet is frozen at once, then a full collection every 0.1 s
+        assert calls[0][1] - started < 0.05
+        assert calls[1][1] - calls[0][1] >= 0.1 and calls[3][1] - calls[1][1] >= 0.1
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
