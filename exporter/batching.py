@@ -45,9 +45,9 @@ class Batcher:
         while True:
             await asyncio.sleep(self.debounce)
             now, count = self.clock(), changes()
-            # The window is at least a debounce long: a loop slow to wake up must not read as a
-            # quiet stretch, nor a handful of changes in a short window as a burst.
-            rate = (count - last_count) / max(now - last_time, self.debounce)
+            # The rate is taken over 50 ms at least, whatever the debounce: a handful of changes
+            # in a short window is not a burst.
+            rate = (count - last_count) / max(now - last_time, DEBOUNCE_SECONDS)
             if rate <= self.busy_rate or now - started >= self.max_wait:
                 break
             extended += 1

@@ -70,3 +70,30 @@ async def test_the_pass_follows_a_burst_soon_after_it_ends() -> None:
     await pouring
     assert batcher.extended >= 3
     assert 0.1 <= elapsed < 1.0  # far below the cap: the first quiet debounce ends the wait
+
+
+async def test_the_evaluation_loop_waits_out_a_burst_then_evaluates_once() -> None:
+    """Wired into the pipeline: a change made during a burst is evaluated after the burst, in one pass."""
+    from tests.test_pipeline_startup import _fill, _pipeline, _until
+
+    pipeline, store, synced = _pipeline()
+    synced[0] = True
+    pipeline.batcher = Batcher(busy_rate=1_000, max_wait=10.0)
+    loop = asyncio.create_task(pipeline.run(debounce=0.01, progress=3600))
+    try:
+        _fill(store)
+        await _until(lambda: pipeline.ready)
+        passes = pipeline.passes
+        cluster = next(o for o in store.all_groups() if o[0] == "capi")
+        namespace, name = cluster[1], cluster[2]
+        store.delete("Cluster", namespace, name)
+        deadline = time.monotonic() + 0.3
+        while time.monotonic() < deadline:  # a burst: ~10,000 changes per second
+            store.generation += 10
+            await asyncio.sleep(0.001)
+        assert pipeline.passes == passes, "no pass while changes pour in"
+        await _until(lambda: pipeline.passes > passes)
+        assert pipeline.batcher.extended >= 3
+        assert ("Cluster", namespace, name) not in pipeline.previous
+    finally:
+        loop.cancel()
