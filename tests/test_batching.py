@@ -29,28 +29,28 @@ async def _timed_wait(batcher: Batcher, changes: Changes) -> float:
     return time.monotonic() - started
 
 
-async def test_an_ordinary_rate_waits_one_debounce() -> None:
-    batcher = Batcher(debounce=0.02, busy_rate=100_000, max_wait=1.0)
-    changes = Changes(per_tick=1)  # at most ~1,000 per second
+async def _wait_while_pouring(batcher: Batcher, per_tick: int) -> float:
+    """How long ``batcher.wait`` takes while changes keep pouring in at ``per_tick`` a millisecond."""
+    changes = Changes(per_tick)
     pouring = asyncio.create_task(changes.pour())
     try:
-        elapsed = await _timed_wait(batcher, changes)
+        return await _timed_wait(batcher, changes)
     finally:
         changes.busy = False
         await pouring
+
+
+async def test_an_ordinary_rate_waits_one_debounce() -> None:
+    batcher = Batcher(debounce=0.02, busy_rate=100_000, max_wait=1.0)
+    elapsed = await _wait_while_pouring(batcher, per_tick=1)  # at most ~1,000 per second
     assert batcher.extended == 0
     assert 0.02 <= elapsed < 0.2
 
 
 async def test_a_burst_holds_the_pass_back_until_the_cap() -> None:
     batcher = Batcher(debounce=0.01, busy_rate=1_000, max_wait=0.15)
-    changes = Changes(per_tick=50)  # tens of thousands per second, for as long as it takes
-    pouring = asyncio.create_task(changes.pour())
-    try:
-        elapsed = await _timed_wait(batcher, changes)
-    finally:
-        changes.busy = False
-        await pouring
+    # tens of thousands per second, for as long as it takes
+    elapsed = await _wait_while_pouring(batcher, per_tick=50)
     assert batcher.extended >= 3
     assert 0.15 <= elapsed < 0.5
 
