@@ -1,0 +1,70 @@
+"""Run ``serve`` with a log of every long event-loop step and garbage collection: finds stalls.
+
+``python -m tests.benchmark --exporter-cmd "python -m tests.benchmark.looptrace serve"`` (or
+``python -m tests.benchmark.looptrace serve --kubeconfig ...`` by hand) runs the real exporter
+with two hooks: every loop callback that runs longer than ``FSE_LOOPTRACE_MS`` (default 15) is
+logged with its task's name and the innermost frames its coroutine is suspended at after the step,
+and every collection longer than 10 ms with its generation. The log goes to
+``FSE_LOOPTRACE_LOG`` (default ``looptrace.log``), one line each: monotonic time, duration, what.
+A diagnostic for the benchmark's "longest /healthz answer" figure; it changes no behaviour but
+the timing of the hooks (~1 us per callback). Owns nothing the exporter uses.
+"""
+
+from __future__ import annotations
+
+import asyncio.events
+import gc
+import os
+import sys
+import time
+from typing import Any
+
+_THRESHOLD = float(os.environ.get("FSE_LOOPTRACE_MS", "15")) / 1000
+_GC_THRESHOLD = 0.010
+_log = open(os.environ.get("FSE_LOOPTRACE_LOG", "looptrace.log"), "a", buffering=1)  # noqa: SIM115
+_original_run = asyncio.events.Handle._run
+_gc_started: list[float] = []
+
+
+def _where(callback: Any) -> str:
+    task = getattr(callback, "__self__", None)
+    if not isinstance(task, asyncio.Task):
+        return repr(callback)[:120]
+    chain: list[str] = []
+    coro: Any = task.get_coro()
+    while coro is not None and getattr(coro, "cr_frame", None) is not None:
+        frame = coro.cr_frame
+        chain.append(f"{frame.f_code.co_qualname}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None)
+    return f"{task.get_name()} {' > '.join(chain[-4:])}"
+
+
+def _timed_run(self: asyncio.events.Handle) -> None:
+    started = time.perf_counter()
+    _original_run(self)
+    took = time.perf_counter() - started
+    if took > _THRESHOLD:
+        _log.write(f"{time.monotonic():.3f} {took * 1000:.1f}ms {_where(self._callback)}\n")  # type: ignore[attr-defined]
+
+
+def _on_gc(phase: str, info: dict[str, int]) -> None:
+    if phase == "start":
+        _gc_started.append(time.perf_counter())
+    elif _gc_started:
+        took = time.perf_counter() - _gc_started.pop()
+        if took > _GC_THRESHOLD:
+            _log.write(f"{time.monotonic():.3f} {took * 1000:.1f}ms gc generation {info['generation']} "
+                       f"collected {info['collected']}\n")
+
+
+def main() -> int:
+    asyncio.events.Handle._run = _timed_run  # type: ignore[method-assign]
+    gc.callbacks.append(_on_gc)
+    from exporter.cli import main as exporter_main
+
+    sys.argv = ["fleet-status-exporter", *sys.argv[1:]]
+    return exporter_main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
