@@ -33,18 +33,18 @@ class Batcher:
 
     def __init__(
         self, debounce: float = DEBOUNCE_SECONDS, busy_rate: float = BUSY_CHANGES_PER_SECOND,
-        max_wait: float = MAX_WAIT_SECONDS, clock: Callable[[], float] = time.monotonic,
+        max_wait: float = MAX_WAIT_SECONDS,
     ) -> None:
-        self.debounce, self.busy_rate, self.max_wait, self.clock = debounce, busy_rate, max_wait, clock
+        self.debounce, self.busy_rate, self.max_wait = debounce, busy_rate, max_wait
         self.extended = 0  # debounces added because changes poured in
 
     async def wait(self, changes: Callable[[], int]) -> None:
-        started = last_time = self.clock()
+        started = last_time = time.monotonic()
         first_count = last_count = changes()
         extended = 0
         while True:
             await asyncio.sleep(self.debounce)
-            now, count = self.clock(), changes()
+            now, count = time.monotonic(), changes()
             # The rate is taken over 50 ms at least, whatever the debounce: a handful of changes
             # in a short window is not a burst.
             rate = (count - last_count) / max(now - last_time, DEBOUNCE_SECONDS)
