@@ -4,13 +4,15 @@ Owns ``MemberBuilder``. Rebuilding a dirty bucket is mostly decompressing and co
 release the GIL, but a thread doing it must take the GIL back three times per bucket, and while
 the loop thread is busy with events each of those waits lasts a switch interval: with thousands
 of dirty buckets under churn, a gzip scrape spent seconds waiting rather than compressing. A child
-process (``python -m exporter.metrics.members``) does the byte work on the other core with no
-GIL to share; a thread of this process plans each batch (a few microseconds a bucket) and
-exchanges it over a pipe, with a few GIL hand-offs per batch rather than per bucket.
+process (``python -m exporter.metrics.members``) plans each rebuild and does the byte work on
+the other core with no GIL to share; a thread of this process exchanges batches of what the
+buckets hold with it over a pipe, with a few GIL hand-offs per batch rather than per bucket.
+(Planning in that thread, ~5 % of the exporter's samples in a burst at fleet size, was time the
+thread held the GIL from the loop.)
 
 If the worker cannot start or dies, batches are built in a thread as before (logged once), and a
 new worker is tried again after ``RETRY_SECONDS``. Owns no knowledge of buckets or families:
-it builds what the ``Buildable``s it is given plan.
+it rebuilds what the ``Buildable``s it is given hold.
 """
 
 from __future__ import annotations
@@ -31,11 +33,11 @@ from typing import Protocol, TypeVar
 
 import exporter
 from exporter.metrics import members
-from exporter.metrics.members import Plan
+from exporter.metrics.members import Built, Job
 
 log = logging.getLogger("exporter.offload")
 
-# Text per batch sent to the worker: ~10-15 ms of its time, ~0.5 MB of plans out and of members
+# Text per batch sent to the worker: ~10-15 ms of its time, ~0.5 MB of jobs out and of members
 # back once buckets are compressed. The loop awaits once per batch; a scrape's batch waits for at
 # most one batch of the compaction ahead of it. Larger batches cost the worker's memory: the
 # buckets filled at start-up travel as their whole text (32 MB batches took the worker to ~48
@@ -47,14 +49,14 @@ SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a thread buil
 
 
 class Buildable(Protocol):
-    """Something whose gzip member is built from a plan (a bucket rebuild)."""
+    """Something rebuilt by ``members.rebuild`` (a bucket)."""
 
     @property
-    def size(self) -> int: ...  # bytes of text the plan makes
+    def size(self) -> int: ...  # bytes of text the rebuild makes
 
-    def plan(self) -> Plan: ...
+    def job(self) -> Job: ...
 
-    def done(self, member: bytes) -> None: ...
+    def done(self, built: Built) -> None: ...
 
 
 B = TypeVar("B", bound=Buildable)
@@ -63,8 +65,8 @@ B = TypeVar("B", bound=Buildable)
 class MemberBuilder:
     """Builds members for batches of ``Buildable``s: in a worker process, or in a thread.
 
-    Each batch is handled in one thread call: plan every item (they are frozen: safe off the
-    loop), send the plans, wait, read the members, ``done`` each item. The loop awaits once per
+    Each batch is handled in one thread call: take every item's job (they are frozen: safe off
+    the loop), send the jobs, wait, read the rebuilt buckets, ``done`` each item. The loop awaits once per
     batch. Driving the pipe from the loop instead made a batch take a loop iteration per 64 KiB
     written or 256 KiB read, and under churn an iteration runs a slice of every busy task: a
     scrape's ~20 MB each way took seconds.
@@ -138,20 +140,20 @@ class MemberBuilder:
             await asyncio.to_thread(self._build_in_thread, batch)
 
     def _build_in_thread(self, batch: Sequence[Buildable]) -> None:
-        plans = [item.plan() for item in batch]
-        built = self._ask(plans) if self.use_process else None
+        jobs = [item.job() for item in batch]
+        built = self._ask(jobs) if self.use_process else None
         if built is None:
-            built = members.build_all(plans)
-        for item, member in zip(batch, built, strict=True):
-            item.done(member)
+            built = members.rebuild_all(jobs)
+        for item, rebuilt in zip(batch, built, strict=True):
+            item.done(rebuilt)
 
-    def _ask(self, plans: list[Plan]) -> list[bytes] | None:
+    def _ask(self, jobs: list[Job]) -> list[Built] | None:
         with self._lock:
             proc = self._ensure_worker()
             if proc is None:
                 return None
             assert proc.stdin is not None and proc.stdout is not None
-            data = pickle.dumps(plans, protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps(jobs, protocol=pickle.HIGHEST_PROTOCOL)
             try:
                 proc.stdin.write(len(data).to_bytes(8, "little"))
                 proc.stdin.write(data)
@@ -167,7 +169,7 @@ class MemberBuilder:
             except (OSError, EOFError, pickle.UnpicklingError) as exc:
                 self._failed("the compression worker stopped", exc)
                 return None
-        if isinstance(reply, str) or len(reply) != len(plans):
+        if isinstance(reply, str) or len(reply) != len(jobs):
             # The worker is fine, the batch is not: build it here, where the error will show.
             log.warning("the compression worker could not build a batch", extra={"error": str(reply)[:200]})
             return None

@@ -16,6 +16,7 @@ import os
 import pickle
 import signal
 import sys
+from array import array
 from dataclasses import replace
 
 import pytest
@@ -51,7 +52,7 @@ async def test_the_worker_process_builds_what_this_process_would(builder: Member
     snap = renderer.snapshot()
     pieces = snap.unbuilt()
     assert len(pieces) > 5
-    expected = [members.build(p.plan()) for p in pieces]
+    expected = [members.rebuild(p.job())[0] for p in pieces]
     await builder.build(pieces)
     assert builder.worker_pid not in (None, os.getpid())
     assert builder.worker_starts == 1 and builder.worker_failures == 0
@@ -114,8 +115,9 @@ async def test_a_caller_cancelled_mid_batch_leaves_the_pipe_in_step(
 
 
 def test_the_worker_loop_answers_a_bad_batch_with_its_error_and_goes_on() -> None:
-    good = [(members.gzip_member(b"abcdef"), [(0, 3), b"XYZ", (3, 6)])]
-    bad = [(b"not a gzip member", [(0, 1)])]
+    # ids 1 and 2 with 3 bytes of lines each; id 3 joins between them, id 1 leaves
+    good = [(members.gzip_member(b"abcdef"), array("Q", [1, 2]), array("I", [3, 3]), {3: b"XYZ", 1: None})]
+    bad = [(b"not a gzip member", array("Q", [1]), array("I", [1]), {1: b"x"})]
     requests = io.BytesIO()
     for batch in (bad, good):
         data = pickle.dumps(batch)
@@ -128,7 +130,7 @@ def test_the_worker_loop_answers_a_bad_batch_with_its_error_and_goes_on() -> Non
     while head := replies.read(8):
         answers.append(pickle.loads(replies.read(int.from_bytes(head, "little"))))
     assert isinstance(answers[0], str) and answers[0]
-    assert [gzip.decompress(m) for m in answers[1]] == [b"abcXYZdef"]
+    assert [(gzip.decompress(m), list(k), list(n)) for m, k, n in answers[1]] == [(b"defXYZ", [2, 3], [3, 3])]
 
 
 async def test_pending_lines_past_half_the_limit_are_compressed_off_the_loop(builder: MemberBuilder) -> None:

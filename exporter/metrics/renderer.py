@@ -9,10 +9,10 @@ At rest a bucket is only compressed: its text as one complete gzip member (the *
 order and length of each object's lines in it; per object the renderer keeps a fingerprint and
 the length of its lines in each family, enough to tell which families a new rendering changed.
 Changed lines wait in the bucket's *pending* dict (None: the object left the bucket) until the
-bucket is rebuilt: decompress the base, splice the pending lines in, compress. A rebuild is split
-in two: its plan (which runs of the base to keep, which lines to insert) and the byte work
-(``members.build``), which runs wherever the caller sends it, a worker process in ``serve``.
-Both may run off the loop, on pieces frozen for them (``Piece``). Dirty buckets are rebuilt for
+bucket is rebuilt: decompress the base, splice the pending lines in, compress. All of a rebuild,
+its plan (which runs of the base to keep, which lines to insert) and the byte work, is
+``members.rebuild`` of what the bucket holds, which runs wherever the caller sends it, a worker
+process in ``serve``, on pieces frozen for it (``Piece``). Dirty buckets are rebuilt for
 a gzip scrape (``Snapshot.unbuilt``), ahead of the pending limit (``heaviest`` and ``install``,
 in ``serve``), and, as a last resort, on the loop a few buckets at a time whenever pending lines
 exceed ``PENDING_BYTES``; so the raw text, ~365 MB on the benchmark fleet, is held neither whole nor
@@ -46,7 +46,7 @@ from exporter.engine.model import Base, ObjectKey, Result
 from exporter.metrics import members
 from exporter.metrics.catalog import kind_spec, label_names, object_families
 from exporter.metrics.exposition import header, label_pairs, sample_lines
-from exporter.metrics.members import GZIP_LEVEL, Op, Plan, gzip_member
+from exporter.metrics.members import GZIP_LEVEL, gzip_member
 from exporter.metrics.spec import (
     FamilySpec,
     KindSpec,
@@ -129,59 +129,12 @@ Pending = dict[int, bytes | None]
 """New lines of a bucket's objects by their id (None: the object left the bucket)."""
 
 
-def _plan(base: _Base, pending: Mapping[int, bytes | None]) -> tuple[list[Op], _Base]:
-    """How to make the bucket's current text from its base, and its base after (``gz`` left empty).
-
-    Runs of unchanged objects are kept as ranges of the base text, so applying the plan copies
-    the text once whatever the number of objects; making it touches no text at all. The work in
-    Python is per pending object, not per object of the bucket (a bucket holds ~100, a change
-    touches one or two): finding them and copying the runs between them are array operations.
-    """
-    keys, lengths = base.keys, base.lengths
-    if not pending:
-        return [(0, sum(lengths))], _Base(b"", keys, lengths)
-    found: list[tuple[int, int]] = []  # (position in the base, id)
-    added: list[int] = []  # ids new to the bucket: they go at its end
-    for oid in pending:
-        try:
-            found.append((keys.index(oid), oid))
-        except ValueError:
-            added.append(oid)
-    found.sort()
-    ops: list[Op] = []
-    out_keys, out_lengths = array("Q"), array("I")
-    at = offset = 0  # position in the base, and its byte offset
-    for pos, oid in found:
-        if at < pos:
-            run = sum(lengths[at:pos])
-            ops.append((offset, offset + run))
-            out_keys += keys[at:pos]
-            out_lengths += lengths[at:pos]
-            offset += run
-        new = pending[oid]
-        if new is not None:
-            ops.append(new)
-            out_keys.append(oid)
-            out_lengths.append(len(new))
-        offset += lengths[pos]
-        at = pos + 1
-    if at < len(keys):
-        ops.append((offset, offset + sum(lengths[at:])))
-        out_keys += keys[at:]
-        out_lengths += lengths[at:]
-    for oid in added:
-        new = pending[oid]
-        if new is not None:
-            ops.append(new)
-            out_keys.append(oid)
-            out_lengths.append(len(new))
-    return ops, _Base(b"", out_keys, out_lengths)
+def _job(base: _Base, pending: Pending) -> members.Job:
+    return base.gz, base.keys, base.lengths, pending
 
 
-def _rebuild(base: _Base, pending: Mapping[int, bytes | None]) -> _Base:
-    ops, new = _plan(base, pending)
-    new.gz = members.build((base.gz, ops))
-    return new
+def _rebuild(base: _Base, pending: Pending) -> _Base:
+    return _Base(*members.rebuild(_job(base, pending)))
 
 
 class _Bucket:
@@ -246,11 +199,12 @@ class _Family:
 class Piece:
     """One bucket as a scrape or a rebuild found it: its base and pending dict (never mutated since).
 
-    ``plan`` and ``done`` split a rebuild so that the byte work between them (``members.build``)
-    can run elsewhere: a worker process, a thread, or right here in ``member``.
+    ``job`` and ``done`` split a rebuild so that all of its work between them (``members.rebuild``:
+    the plan and the bytes) can run elsewhere: a worker process, a thread, or right here in
+    ``member``.
     """
 
-    __slots__ = ("_next", "base", "bucket", "built", "family", "pending", "size")
+    __slots__ = ("base", "bucket", "built", "family", "pending", "size")
 
     def __init__(self, bucket: _Bucket) -> None:
         self.family = bucket.family
@@ -259,29 +213,23 @@ class Piece:
         self.pending = bucket.pending
         self.size = bucket.size
         self.built: _Base | None = None
-        self._next: _Base | None = None
 
-    def plan(self) -> Plan:
-        """The base member and the steps that make the current text (the piece's base after, kept)."""
-        ops, self._next = _plan(self.base, self.pending)
-        return self.base.gz, ops
+    def job(self) -> members.Job:
+        """What rebuilding the bucket takes: its base member, order, lengths and pending lines."""
+        return _job(self.base, self.pending)
 
-    def done(self, member: bytes) -> None:
-        """Take the member built from ``plan()``: the piece's new base."""
-        assert self._next is not None, "done() follows plan()"
-        self._next.gz = member
-        self.built, self._next = self._next, None
+    def done(self, built: members.Built) -> None:
+        """Take the rebuilt bucket ``members.rebuild(job())`` gave: the piece's new base."""
+        self.built = _Base(*built)
 
     def text(self) -> bytes:
-        if not self.pending:
-            return members.decompress(self.base.gz)
-        return members.apply(self.plan())
+        return members.current_text(self.job())
 
     def member(self) -> bytes:
         if not self.pending:
             return self.base.gz
         if self.built is None:
-            self.done(members.build(self.plan()))
+            self.done(members.rebuild(self.job()))
         assert self.built is not None
         return self.built.gz
 
@@ -449,8 +397,8 @@ class Renderer:
     def heaviest(self, free_bytes: int) -> list[Piece]:
         """Dirty buckets, most pending bytes first, until their pending lines reach ``free_bytes``.
 
-        For rebuilding ahead of the limit, off the loop (``plan``, ``members.build`` and ``done``
-        anywhere, then ``install`` on the loop): the buckets that free the most pending
+        For rebuilding ahead of the limit, off the loop (``job`` and ``members.rebuild`` anywhere,
+        ``done`` and ``install`` on the loop): the buckets that free the most pending
         bytes for the work (a rebuild costs the whole bucket). Like a snapshot, it freezes what it
         hands out: later changes copy the pending dicts they touch.
         """
