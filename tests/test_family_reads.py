@@ -7,15 +7,17 @@ and the samples must be those of a normal extraction.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from exporter.engine.evaluate import evaluate_all
+from exporter.engine.model import Condition, Status
 from exporter.engine.parse import project
 from exporter.metrics.catalog import kind_spec, object_families
-from exporter.metrics.spec import Subject, effective_conditions
+from exporter.metrics.spec import Effective, Subject, effective_conditions, same_effective_conditions
 from exporter.sources.files import load
 from tests.benchmark.fleet import generate
 
@@ -52,9 +54,45 @@ def fleet() -> list[tuple[Any, Any]]:
 PAIRS = fleet()
 
 
-def test_declarations_cover_both_sides() -> None:
+class ConditionOnly:
+    """An effective condition whose ``mismatch`` (derived from the rest of the Result) trips."""
+
+    __slots__ = ("computed", "condition")
+
+    def __init__(self, eff: Effective) -> None:
+        self.condition, self.computed = eff.condition, eff.computed
+
+    @property
+    def mismatch(self) -> Any:
+        raise AssertionError("reads effective[].mismatch")
+
+
+def test_declarations_cover_every_kind_of_input() -> None:
     reads = {f.reads for f in object_families()}
-    assert reads == {"object", "result", "both"}
+    assert reads == {"object", "result", "conditions", "both"}
+
+
+def test_families_reading_conditions_read_nothing_else() -> None:
+    checked = 0
+    for obj, result in PAIRS:
+        spec = kind_spec(obj)
+        assert spec is not None
+        effective = effective_conditions(result)
+        normal: Subject[Any] = Subject(obj, result, effective)
+        blind: Subject[Any] = Subject(
+            Tripwire("object"), Tripwire("result"),  # type: ignore[arg-type]
+            tuple(ConditionOnly(e) for e in effective),  # type: ignore[misc]
+        )
+        for fam in spec.families:
+            if fam.reads != "conditions":
+                continue
+            try:
+                got = list(fam.extract(blind))
+            except AssertionError as exc:
+                raise AssertionError(f"{fam.name} declares reads='conditions' but {exc}") from None
+            assert got == list(fam.extract(normal)), fam.name
+            checked += 1
+    assert checked > 100
 
 
 @pytest.mark.parametrize("side", ["object", "result"])
@@ -70,12 +108,34 @@ def test_families_read_only_their_side(side: str) -> None:
         else:
             blind = Subject(obj, Tripwire("result"), Tripwire("effective"))  # type: ignore[arg-type]
         for fam in spec.families:
-            if fam.reads != side:
+            # Reading conditions is reading part of the Result.
+            if fam.reads != side and not (side == "result" and fam.reads == "conditions"):
                 continue
             try:
                 got = list(fam.extract(blind))
             except AssertionError as exc:
-                raise AssertionError(f"{fam.name} declares reads={side!r} but {exc}") from None
+                raise AssertionError(f"{fam.name} declares reads={fam.reads!r} but {exc}") from None
             assert got == list(fam.extract(normal)), fam.name
             checked += 1
     assert checked > 100
+
+
+def test_same_effective_conditions_holds_only_when_the_effective_conditions_are_the_same() -> None:
+    # Variants of every Result: a computed condition rebuilt with another status, one after
+    # another; the same reported conditions in a new tuple; a computed condition appended.
+    agreed = 0
+    for _, result in PAIRS:
+        variants = [replace(result, reported=tuple(result.reported)),
+                    replace(result, computed=(*result.computed, Condition("Extra", Status.TRUE)))]
+        for i, c in enumerate(result.computed):
+            flipped = replace(c, status=Status.FALSE if c.status is Status.TRUE else Status.TRUE)
+            computed = (*result.computed[:i], flipped, *result.computed[i + 1:])
+            variants.append(replace(result, computed=computed))
+        before = [(e.condition, e.computed) for e in effective_conditions(result)]
+        for variant in variants:
+            if same_effective_conditions(result, variant):
+                after = [(e.condition, e.computed) for e in effective_conditions(variant)]
+                assert len(after) == len(before)
+                assert all(a[0] is b[0] and a[1] == b[1] for a, b in zip(before, after, strict=True))
+                agreed += 1
+    assert agreed > 100, "owners' computed conditions behind reported ones are recognised"

@@ -395,3 +395,47 @@ def test_a_change_to_one_side_gives_the_lines_a_fresh_rendering_gives():
         fresh = Renderer()
         fresh.update_group(GROUP, [(obj, res)])
         assert renderer.render_body() == fresh.render_body()
+
+
+def test_an_owner_whose_computed_conditions_change_behind_reported_ones_keeps_its_condition_lines(
+        monkeypatch):
+    # An owner's Machines changed: its computed conditions and counters are new, its projection and
+    # the conditions its controller reports are not. The families reading only the effective
+    # conditions are not extracted again; the mismatch and counter families are.
+    from exporter.metrics import renderer as renderer_module
+
+    md = MachineDeployment(meta=Meta(kind="MachineDeployment", api_version="cluster.x-k8s.io/v1beta2",
+                                     namespace="ns", name="md1"), cluster_name="c1", replicas=3)
+    reported = [Condition("Available", T, "Available", last_transition_time=1.0)]
+    before = result(md, reported=reported, computed=[Condition("Available", T, "Available")],
+                    counters={"readyReplicas": 3})
+    renderer = Renderer()
+    renderer.update_group(GROUP, [(md, before)])
+    extracted: list[str] = []
+    real = renderer_module.render_object
+
+    def spy(spec, index, obj, res, unchanged=()):
+        extracted.extend(f.name for f in spec.families if f.reads not in unchanged)
+        return real(spec, index, obj, res, unchanged)
+
+    monkeypatch.setattr(renderer_module, "render_object", spy)
+    after = replace(before, computed=(Condition("Available", F, "NotAvailable"),),
+                    counters={"readyReplicas": 2})
+    renderer.update_group(GROUP, [(md, after)])
+    assert "capi_machinedeployment_status_condition_mismatch" in extracted
+    assert "capi_machinedeployment_status_replicas_ready" in extracted
+    assert not [n for n in extracted if n.endswith(("_condition", "_reason", "_transition_time"))]
+    body = renderer.render_body()
+    fresh = Renderer()
+    fresh.update_group(GROUP, [(md, after)])
+    assert body == fresh.render_body()
+    assert value(body, "capi_machinedeployment_status_condition_mismatch", type="Available") == 1
+    assert value(body, "capi_machinedeployment_status_condition", type="Available", status="True") == 1
+
+    # A computed condition of a type the controller does not report is an effective one: rendered.
+    extracted.clear()
+    extra = replace(after, computed=(*after.computed, Condition("RollingOut", T, "RollingOut")))
+    renderer.update_group(GROUP, [(md, extra)])
+    assert "capi_machinedeployment_status_condition" in extracted
+    assert value(renderer.render_body(), "capi_machinedeployment_status_condition", type="RollingOut",
+                 status="True") == 1

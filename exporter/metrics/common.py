@@ -105,24 +105,24 @@ def condition_families(prefix: str, kind: str, *, compat: bool = True) -> tuple[
             f"The current status of each condition of a {kind}: the controller's v1beta2 condition, "
             "or the exporter's computed one where the controller reports none.",
             "stateset", ("type", "status"), "status.conditions (effective)", _conditions, compat=compat,
-            reads="result",
+            reads="conditions",
         ),
         family(
             f"{prefix}_status_condition_last_transition_time",
             f"The lastTransitionTime of each effective condition of a {kind}, in Unix seconds.",
             "gauge", ("type", "status"), "status.conditions[].lastTransitionTime", _transition_times,
-            compat=compat, reads="result",
+            compat=compat, reads="conditions",
         ),
         family(
             f"{prefix}_status_condition_reason",
             f"The reason of each effective condition of a {kind} (bounded; unlisted reasons read Other).",
-            "info", ("type", "reason"), "status.conditions[].reason", _reasons, reads="result",
+            "info", ("type", "reason"), "status.conditions[].reason", _reasons, reads="conditions",
         ),
         family(
             f"{prefix}_status_condition_computed",
             f"1 for each {kind} condition the exporter computes because the controller reports none "
             "of that type; absent for the controller's own conditions.",
-            "gauge", ("type",), "engine", _computed, reads="result",
+            "gauge", ("type",), "engine", _computed, reads="conditions",
         ),
         family(
             f"{prefix}_status_condition_mismatch",

@@ -26,10 +26,11 @@ while it streams, so at most one bucket's text exists at a time.
 Consistency: ``update_group``, ``update_objects`` and ``snapshot`` are called on the event loop
 thread only and never await, so one object's lines in every family swap together and a scrape sees
 either all the old ones or all the new ones. An object is rendered again only in the families that
-read what changed (its projection, its Result, or both: ``FamilySpec.reads``). A snapshot holds each
-bucket's base and pending dict by reference; bases are immutable and a pending dict is copied before
-its first change after a snapshot (copy on write), which is what lets a snapshot's members be
-built elsewhere while the loop keeps rendering. ``Renderer.commit`` and ``install`` (back on the
+read what changed (its projection, its Result, its effective conditions, or both projection and
+Result: ``FamilySpec.reads``). A snapshot holds each bucket's base and pending dict by reference;
+bases are immutable and a pending dict is copied before its first change after a snapshot (copy
+on write), which is what lets a snapshot's members be built elsewhere while the loop keeps
+rendering. ``Renderer.commit`` and ``install`` (back on the
 loop) install the bases built for buckets not rebuilt since, keeping what changed after pending.
 Owns no evaluation, no HTTP and no self-metrics.
 """
@@ -53,6 +54,7 @@ from exporter.metrics.spec import (
     Reads,
     Subject,
     identity_values,
+    same_effective_conditions,
 )
 
 GroupKey = tuple[str, str, str]
@@ -77,18 +79,18 @@ COMPACT_BYTES = 1 << 20
 
 
 def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: Result,
-                  unchanged: Reads | None = None) -> Fragments:
+                  unchanged: Collection[Reads] = ()) -> Fragments:
     """All lines of one object, per family; families without samples are left out.
 
-    ``unchanged``: "object" or "result" when only the other one changed since the last
-    rendering (identity labels included): families that read only the unchanged one are skipped
-    (their lines are the previous ones), and so are left out too.
+    ``unchanged``: what did not change since the last rendering ("object", "result",
+    "conditions"; identity labels included): families that read only that are skipped (their
+    lines are the previous ones), and so are left out too.
     """
     subject: Subject[Base] = Subject(obj, result)
     identity = label_pairs(spec.identity, identity_values(spec, obj))
     out: list[tuple[int, bytes]] = []
     for fam in spec.families:
-        if fam.reads == unchanged:
+        if fam.reads in unchanged:
             continue
         samples = list(fam.extract(subject))
         if samples:
@@ -466,7 +468,7 @@ class Renderer:
             return
         key = obj.key
         entry = self._entries.get(key)
-        unchanged: Reads | None = None
+        unchanged: tuple[Reads, ...] = ()
         if entry is not None:
             # Identity first: reused Results and untouched projections are the very same objects,
             # and a dataclass ``==`` builds and compares tuples of every field.
@@ -477,9 +479,13 @@ class Renderer:
             # An update of a status field leaves the Result alone, an evaluation of an owner's
             # Machines leaves the owner alone: the families of the side that held keep their lines.
             if same_obj:
-                unchanged = "object"
+                # An owner whose Machines changed gets new computed conditions and counters, but
+                # where its controller reports a condition, that one is the effective one: the
+                # condition families (most of its lines) are often just what they were.
+                same_conditions = same_effective_conditions(entry.result, result)
+                unchanged = ("object", "conditions") if same_conditions else ("object",)
             elif same_result and identity_values(spec, entry.obj) == identity_values(spec, obj):
-                unchanged = "result"
+                unchanged = ("result", "conditions")
         fragments = render_object(spec, self._index, obj, result, unchanged)
         self.renders += 1
         old: dict[int, tuple[int, int, int]] = {}
@@ -506,7 +512,7 @@ class Renderer:
                     self._set(i, b, oid, text, before[2])
             records.append(pack(i, b, fp, n))
         for i, (b, fp, n) in old.items():
-            if self.families[i].reads == unchanged:  # skipped: its lines stand
+            if self.families[i].reads in unchanged:  # skipped: its lines stand
                 records.append(pack(i, b, fp, n))
             else:
                 self._set(i, b, oid, None, n)

@@ -16,10 +16,12 @@ from exporter.engine.model import Base, Condition, Result
 from exporter.metrics.exposition import Sample
 
 MetricType = Literal["gauge", "info", "stateset", "counter"]
-Reads = Literal["object", "result", "both"]
+Reads = Literal["object", "result", "conditions", "both"]
 """What a family's extractor reads besides the identity labels: the projection, the Result (and
-the effective conditions built from it), or both. The renderer skips families whose input did
-not change; tests/test_family_reads.py holds every family to its declaration."""
+the effective conditions built from it), only the effective conditions (each one's condition and
+whether it is computed: part of the Result), or both projection and Result. The renderer skips
+families whose input did not change; tests/test_family_reads.py holds every family to its
+declaration."""
 P = TypeVar("P", bound=Base)
 
 # The text format 0.0.4 knows gauge and counter only; info and state sets are gauges there.
@@ -101,6 +103,34 @@ _IDENTITY_READERS: dict[str, Callable[[Base], str]] = {
 
 def identity_values(spec: KindSpec, obj: Base) -> tuple[str, ...]:
     return tuple([_IDENTITY_READERS[label](obj) for label in spec.identity])
+
+
+def same_effective_conditions(old: Result, new: Result) -> bool:
+    """Whether two Results of one object have the very same effective conditions, cheaply.
+
+    What families reading "conditions" see: each effective condition and whether it is computed.
+    Decided from the inputs of ``effective_conditions`` without building either: the reported
+    conditions are the same tuple (an owner's projection, untouched while its Machines change),
+    and position by position the computed conditions have the same types and are the very same
+    objects (a computed condition that did not change is the one evaluated last time), except
+    where the controller reports that type: there the reported one is effective. Anything else,
+    conditions equal but rebuilt included, counts as a change (their families are rendered again).
+    """
+    if old.reported is not new.reported or old.layout != new.layout:
+        return False
+    if len(old.computed) != len(new.computed):
+        return False
+    shadowed: set[str] | None = None
+    for a, b in zip(old.computed, new.computed, strict=True):
+        if a is b:
+            continue
+        if a.type != b.type or new.layout == "v1beta1":
+            return False
+        if shadowed is None:
+            shadowed = {c.type for c in new.reported}
+        if a.type not in shadowed:
+            return False
+    return True
 
 
 def effective_conditions(result: Result) -> tuple[Effective, ...]:
