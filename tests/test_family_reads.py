@@ -139,3 +139,44 @@ def test_same_effective_conditions_holds_only_when_the_effective_conditions_are_
                 assert all(a[0] is b[0] and a[1] == b[1] for a, b in zip(before, after, strict=True))
                 agreed += 1
     assert agreed > 100, "owners' computed conditions behind reported ones are recognised"
+
+
+class FieldsOnly:
+    """An object that lets through only the declared attributes ("meta.x": x of ``meta``)."""
+
+    def __init__(self, obj: Any, fields: tuple[str, ...], what: str = "object") -> None:
+        self._obj, self._what = obj, what
+        self._own = {f for f in fields if "." not in f}
+        self._nested: dict[str, tuple[str, ...]] = {}
+        for f in fields:
+            if "." in f:
+                head, rest = f.split(".", 1)
+                self._nested[head] = (*self._nested.get(head, ()), rest)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._own:
+            return getattr(self._obj, name)
+        if name in self._nested:
+            return FieldsOnly(getattr(self._obj, name), self._nested[name], f"{self._what}.{name}")
+        raise AssertionError(f"reads {self._what}.{name}")
+
+
+def test_families_read_only_the_fields_they_declare() -> None:
+    checked = 0
+    declared = [f for f in object_families() if f.fields]
+    assert all(f.reads == "object" for f in declared), "fields are for families reading the object alone"
+    for obj, result in PAIRS:
+        spec = kind_spec(obj)
+        assert spec is not None
+        for fam in spec.families:
+            if not fam.fields:
+                continue
+            blind: Subject[Any] = Subject(FieldsOnly(obj, fam.fields), Tripwire("result"),  # type: ignore[arg-type]
+                                          Tripwire("effective"))  # type: ignore[arg-type]
+            try:
+                got = list(fam.extract(blind))
+            except AssertionError as exc:
+                raise AssertionError(f"{fam.name} declares fields={fam.fields} but {exc}") from None
+            assert got == list(fam.extract(Subject(obj, result))), fam.name
+            checked += 1
+    assert checked > 100

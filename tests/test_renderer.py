@@ -397,13 +397,27 @@ def test_a_change_to_one_side_gives_the_lines_a_fresh_rendering_gives():
         assert renderer.render_body() == fresh.render_body()
 
 
+def spy_on_extraction(monkeypatch) -> list[str]:
+    """The names of the families each rendering from now on extracts (is not skipped)."""
+    from exporter.metrics import renderer as renderer_module
+
+    extracted: list[str] = []
+    real = renderer_module.render_object
+
+    def spy(spec, index, obj, res, unchanged=(), kept=()):
+        extracted.extend(f.name for f in spec.families
+                         if f.reads not in unchanged and index[f.name] not in kept)
+        return real(spec, index, obj, res, unchanged, kept)
+
+    monkeypatch.setattr(renderer_module, "render_object", spy)
+    return extracted
+
+
 def test_an_owner_whose_computed_conditions_change_behind_reported_ones_keeps_its_condition_lines(
         monkeypatch):
     # An owner's Machines changed: its computed conditions and counters are new, its projection and
     # the conditions its controller reports are not. The families reading only the effective
     # conditions are not extracted again; the mismatch and counter families are.
-    from exporter.metrics import renderer as renderer_module
-
     md = MachineDeployment(meta=Meta(kind="MachineDeployment", api_version="cluster.x-k8s.io/v1beta2",
                                      namespace="ns", name="md1"), cluster_name="c1", replicas=3)
     reported = [Condition("Available", T, "Available", last_transition_time=1.0)]
@@ -411,14 +425,7 @@ def test_an_owner_whose_computed_conditions_change_behind_reported_ones_keeps_it
                     counters={"readyReplicas": 3})
     renderer = Renderer()
     renderer.update_group(GROUP, [(md, before)])
-    extracted: list[str] = []
-    real = renderer_module.render_object
-
-    def spy(spec, index, obj, res, unchanged=()):
-        extracted.extend(f.name for f in spec.families if f.reads not in unchanged)
-        return real(spec, index, obj, res, unchanged)
-
-    monkeypatch.setattr(renderer_module, "render_object", spy)
+    extracted = spy_on_extraction(monkeypatch)
     after = replace(before, computed=(Condition("Available", F, "NotAvailable"),),
                     counters={"readyReplicas": 2})
     renderer.update_group(GROUP, [(md, after)])
@@ -439,3 +446,33 @@ def test_an_owner_whose_computed_conditions_change_behind_reported_ones_keeps_it
     assert "capi_machinedeployment_status_condition" in extracted
     assert value(renderer.render_body(), "capi_machinedeployment_status_condition", type="RollingOut",
                  status="True") == 1
+
+
+def test_a_change_of_one_field_renders_only_the_families_that_read_it(monkeypatch):
+    m = machine()
+    r = result(m, reported=[Condition("Ready", T, "Ready", last_transition_time=1.0)], phase="Running")
+    renderer = Renderer()
+    renderer.update_group(GROUP, [(m, r)])
+    extracted = spy_on_extraction(monkeypatch)
+    steps = [
+        # the certificate expiry alone: its family, and the families that declare no fields
+        (replace(m, certificates_expiry=2_000_000_000.0), {"capi_machine_status_certificatesexpirydate"}),
+        (replace(m, certificates_expiry=2_000_000_000.0, version="v1.31.0"),
+         {"capi_machine_info"}),
+        (replace(m, certificates_expiry=2_000_000_000.0, version="v1.31.0", node_name="other"),
+         {"capi_machine_status_noderef"}),
+    ]
+    for obj, read in steps:
+        extracted.clear()
+        renderer.update_group(GROUP, [(obj, r)])
+        assert read <= set(extracted)
+        skipped = {"capi_machine_info", "capi_machine_addresses", "capi_machine_created",
+                   "capi_machine_status_noderef", "capi_machine_status_certificatesexpirydate"} - read
+        assert not skipped & set(extracted), skipped & set(extracted)
+        fresh = Renderer()
+        fresh.update_group(GROUP, [(obj, r)])
+        assert renderer.render_body() == fresh.render_body()
+    # A new uid (the object was recreated) renders every family again: its identity labels changed.
+    extracted.clear()
+    renderer.update_group(GROUP, [(replace(obj, meta=replace(obj.meta, uid="uid-new")), r)])
+    assert {"capi_machine_info", "capi_machine_created", "capi_machine_addresses"} <= set(extracted)

@@ -140,12 +140,14 @@ def metadata_families(
         family(
             f"{prefix}_created", f"Unix creation timestamp of a {kind}.", "gauge", (),
             "metadata.creationTimestamp", _created, compat=compat, reads="object",
+            fields=("meta.creation_timestamp",),
         ),
         family(
             f"{prefix}_deletion_timestamp_seconds",
             f"Unix time the deletion of a {kind} was requested; absent while not deleting "
             "(time() minus it is the deletion age).",
             "gauge", (), "metadata.deletionTimestamp", _deletion, reads="object",
+            fields=("meta.deletion_timestamp",),
         ),
     ]
     if paused_annotation:
@@ -156,6 +158,7 @@ def metadata_families(
                 "(series only when present).",
                 "info", ("paused_value",), "metadata.annotations['cluster.x-k8s.io/paused']",
                 _paused_annotation, compat=True, reads="object",
+                fields=("paused_annotation", "meta.annotations"),
             )
         )
     return tuple(out)
@@ -186,25 +189,29 @@ def counter_family(name: str, help_text: str, key: str, *, compat: bool = False)
 
 
 def field_family(
-    name: str, help_text: str, source: str, read: Callable[[Any], float | None], *, compat: bool = False
+    name: str, help_text: str, source: str, read: Callable[[Any], float | None], *, compat: bool = False,
+    fields: Sequence[str] = (),
 ) -> FamilySpec:
-    """A gauge read from one projection field; absent while unset."""
+    """A gauge read from one projection field; absent while unset. ``fields``: what ``read`` reads."""
 
     def extract(s: Subject[Any]) -> Iterable[Sample]:
         value = read(s.obj)
         return [((), float(value))] if value is not None else []
 
-    return family(name, help_text, "gauge", (), source, extract, compat=compat, reads="object")
+    return family(name, help_text, "gauge", (), source, extract, compat=compat, reads="object", fields=fields)
 
 
 def info_family(
     name: str, help_text: str, labels: Sequence[str], read: Callable[[Any], Sequence[str]], source: str,
-    *, compat: bool = True,
+    *, compat: bool = True, fields: Sequence[str] = (),
 ) -> FamilySpec:
+    """One series whose labels ``read`` gives; ``fields``: what ``read`` reads."""
+
     def extract(s: Subject[Any]) -> Iterable[Sample]:
         return [(tuple(read(s.obj)), 1.0)]
 
-    return family(name, help_text, "info", labels, source, extract, compat=compat, reads="object")
+    return family(name, help_text, "info", labels, source, extract, compat=compat, reads="object",
+                  fields=fields)
 
 
 def findings_family(name: str, domain: str, with_cluster: bool) -> FamilySpec:

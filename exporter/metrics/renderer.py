@@ -42,6 +42,8 @@ import struct
 from array import array
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
 
 from exporter.engine.model import Base, ObjectKey, Result
 from exporter.metrics import members
@@ -79,23 +81,25 @@ COMPACT_BYTES = 1 << 20
 
 
 def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: Result,
-                  unchanged: Collection[Reads] = ()) -> Fragments:
+                  unchanged: Collection[Reads] = (), kept: Collection[int] = ()) -> Fragments:
     """All lines of one object, per family; families without samples are left out.
 
     ``unchanged``: what did not change since the last rendering ("object", "result",
     "conditions"; identity labels included): families that read only that are skipped (their
-    lines are the previous ones), and so are left out too.
+    lines are the previous ones), and so are left out too. So are the families whose indices
+    are in ``kept`` (the fields they read did not change).
     """
     subject: Subject[Base] = Subject(obj, result)
     identity = label_pairs(spec.identity, identity_values(spec, obj))
     out: list[tuple[int, bytes]] = []
     for fam in spec.families:
-        if fam.reads in unchanged:
+        i = index[fam.name]
+        if fam.reads in unchanged or i in kept:
             continue
         samples = list(fam.extract(subject))
         if samples:
             text = sample_lines(fam.name, identity if fam.identity else "", fam.labels, samples)
-            out.append((index[fam.name], text.encode()))
+            out.append((i, text.encode()))
     return tuple(out)
 
 
@@ -316,6 +320,8 @@ class Renderer:
         # Bumped by every snapshot: a bucket whose pending dict predates it copies it before a change.
         self._epoch = 0
         self.renders = 0  # objects rendered since start (a self-metric; tests read it)
+        # Per kind, the families that declare the fields they read, with a getter of those fields.
+        self._field_getters: dict[str, list[tuple[int, attrgetter[Any]]]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -469,6 +475,7 @@ class Renderer:
         key = obj.key
         entry = self._entries.get(key)
         unchanged: tuple[Reads, ...] = ()
+        kept: list[int] = []
         if entry is not None:
             # Identity first: reused Results and untouched projections are the very same objects,
             # and a dataclass ``==`` builds and compares tuples of every field.
@@ -484,9 +491,12 @@ class Renderer:
                 # condition families (most of its lines) are often just what they were.
                 same_conditions = same_effective_conditions(entry.result, result)
                 unchanged = ("object", "conditions") if same_conditions else ("object",)
-            elif same_result and identity_values(spec, entry.obj) == identity_values(spec, obj):
-                unchanged = ("result", "conditions")
-        fragments = render_object(spec, self._index, obj, result, unchanged)
+            elif identity_values(spec, entry.obj) == identity_values(spec, obj):
+                if same_result:
+                    unchanged = ("result", "conditions")
+                # Most updates change a field or two: families reading only others keep their lines.
+                kept = self._same_fields(spec, entry.obj, obj)
+        fragments = render_object(spec, self._index, obj, result, unchanged, kept)
         self.renders += 1
         old: dict[int, tuple[int, int, int]] = {}
         if entry is None:
@@ -512,11 +522,21 @@ class Renderer:
                     self._set(i, b, oid, text, before[2])
             records.append(pack(i, b, fp, n))
         for i, (b, fp, n) in old.items():
-            if self.families[i].reads in unchanged:  # skipped: its lines stand
+            if self.families[i].reads in unchanged or i in kept:  # skipped: its lines stand
                 records.append(pack(i, b, fp, n))
             else:
                 self._set(i, b, oid, None, n)
         self._entries[key] = _Entry(obj, result, oid, b"".join(records))
+
+    def _same_fields(self, spec: KindSpec, old: Base, new: Base) -> list[int]:
+        """Indices of the families of ``spec`` whose ``fields`` are equal in ``old`` and ``new``."""
+        getters = self._field_getters.get(spec.kind)
+        if getters is None:
+            getters = self._field_getters[spec.kind] = [
+                (self._index[f.name], attrgetter(*f.fields)) for f in spec.families
+                if f.reads == "object" and f.fields
+            ]
+        return [i for i, get in getters if get(old) == get(new)]
 
     def _drop(self, key: ObjectKey) -> None:
         entry = self._entries.pop(key, None)

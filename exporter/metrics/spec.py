@@ -77,6 +77,11 @@ class FamilySpec:
     compat: bool = False  # same name and labels as the kube-state-metrics config Cluster API ships
     identity: bool = True
     reads: Reads = "both"
+    # For a family that reads only the object: the projection's attributes its extractor reads
+    # ("meta.creation_timestamp" for one of the metadata). While they and the identity labels are
+    # unchanged its lines are too, and the renderer skips it; empty: rendered whenever the object
+    # changed.
+    fields: tuple[str, ...] = ()
 
     @property
     def exposition_type(self) -> str:
@@ -171,5 +176,7 @@ def family(
     compat: bool = False,
     identity: bool = True,
     reads: Reads = "both",
+    fields: Iterable[str] = (),
 ) -> FamilySpec:
-    return FamilySpec(name, help_text, type_, tuple(labels), source, extract, compat, identity, reads)
+    return FamilySpec(name, help_text, type_, tuple(labels), source, extract, compat, identity, reads,
+                      tuple(fields))

@@ -56,6 +56,7 @@ class Options:
 # phase to see when every change shows.
 FAMILY_POLL_SECONDS = 0.25
 BURST_POLL_SECONDS = 0.2
+SELF_PREFIX = "fleet_status_exporter_"
 
 
 def free_port() -> int:
@@ -222,6 +223,7 @@ class Run:
         assert self.exporter is not None
         pid = self.exporter.pid
         await self._wait_idle(pid, 5.0)
+        passes0 = await self._passes(session)
         cpu0 = probes.cpu_seconds(pid)
         with Profiler(pid, self.dir / "profile-burst.txt", self.o.profile):
             b = await self.control_post(session, "/burst", {"n": self.o.burst})
@@ -239,6 +241,7 @@ class Run:
                     done, cpu1 = s.headers, probes.cpu_seconds(pid)
                     break
                 await asyncio.sleep(max(s.start + BURST_POLL_SECONDS - time.monotonic(), 0))
+        passes1 = await self._passes(session)
         complete = visible == len(latest)
         # Unfinished within the limit: the rate is a lower bound from the share that did show.
         events = b["events"] if complete else b["events"] * visible / max(len(latest), 1)
@@ -255,9 +258,20 @@ class Run:
             "cpu_us_per_event": (cpu1 - cpu0) / max(events, 1) * 1e6,
             "not_visible_after": len(latest) - visible,
             "complete": complete,
+            # Evaluation passes and group evaluations from before the burst to its end (the
+            # periodic re-evaluation of time-dependent rules adds a few groups per pass).
+            "passes": passes1[0] - passes0[0],
+            "group_evaluations": passes1[1] - passes0[1],
         }
         if self.o.profile:
             self.result["profile_burst"] = summarize(self.dir / "profile-burst.txt")
+
+    async def _passes(self, session: aiohttp.ClientSession) -> tuple[float, float]:
+        """The exporter's evaluation passes and evaluated groups so far (its self-metrics)."""
+        names = (f"{SELF_PREFIX}evaluations_total", f"{SELF_PREFIX}evaluated_groups_total")
+        url = f"{self.metrics_url}?" + "&".join(f"name[]={n}" for n in names)
+        found = probes.self_metrics((await probes.scrape(session, url, False)).text())
+        return found.get(names[0], 0.0), found.get(names[1], 0.0)
 
     async def paced(self, session: aiohttp.ClientSession) -> None:
         """Exporter CPU per event at a rate it keeps up with, without scrapes: the per-event cost.

@@ -113,6 +113,8 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("scrape speed-up vs prometheus_client", lambda r: r.get("speedup"), "{:.0f}x"),
     ("burst: events processed per second", lambda r: r.get("events_per_second"), "{:,.0f}"),
     ("burst: exporter CPU per event", lambda r: r.get("burst", {}).get("cpu_us_per_event"), "{:.0f} us"),
+    ("  (evaluation passes / group evaluations)", lambda r: _pair(r.get("burst", {}), "passes",
+                                                                  "group_evaluations", "{:,.0f}"), "{}"),
     ("paced: exporter CPU per event", lambda r: r.get("paced", {}).get("cpu_us_per_event"), "{:.0f} us"),
     ("churn rate achieved", lambda r: r.get("churn", {}).get("achieved_rate"), "{:.0f} ev/s"),
     ("event-to-scrape p50", lambda r: r.get("churn", {}).get("event_to_scrape_p50_s"), "{:.3f} s"),
@@ -177,7 +179,7 @@ def _ms(v: Any) -> float | None:
     return v * 1000 if isinstance(v, int | float) and not math.isnan(v) else None
 
 
-def _pair(churn: dict[str, Any], low: str, high: str) -> str | None:
-    if low not in churn or high not in churn:
+def _pair(record: dict[str, Any], low: str, high: str, fmt: str = "{:.3f} s") -> str | None:
+    if low not in record or high not in record:
         return None
-    return f"{churn[low]:.3f} s / {churn[high]:.3f} s"
+    return f"{fmt.format(record[low])} / {fmt.format(record[high])}"
