@@ -153,7 +153,7 @@ async def test_the_next_list_page_is_requested_while_the_current_one_is_projecte
 
     seen: list[tuple[str, int]] = []
 
-    def project(raw: Any) -> Any:
+    def project(raw: Any, previous: Any = None) -> Any:
         time.sleep(0.01)  # slow enough that a page takes longer than one slice of the event loop
         seen.append((raw["metadata"]["name"], len(requested)))
         return simple_project(raw)
@@ -190,7 +190,7 @@ async def test_a_watch_backlog_lets_other_tasks_run_while_it_is_handled() -> Non
 
     order: list[str] = []
 
-    def project(raw: Any) -> Any:
+    def project(raw: Any, previous: Any = None) -> Any:
         time.sleep(0.004)  # several events to a slice of the event loop
         order.append("event")
         return simple_project(raw)
@@ -212,3 +212,43 @@ async def test_a_watch_backlog_lets_other_tasks_run_while_it_is_handled() -> Non
     first, last = order.index("event"), len(order) - order[::-1].index("event")
     assert order.count("event") == 20
     assert "tick" in order[first:last]
+
+
+async def test_each_projection_is_given_the_objects_previous_one() -> None:
+    # The informer keeps every object's last projection and hands it to the next projection of
+    # that object (what lets parse.project reuse what did not change); a deleted object has none.
+    def versioned(name: str, rv: str) -> dict[str, Any]:
+        raw = obj("Machine", name)
+        raw["metadata"]["resourceVersion"] = rv
+        return raw
+
+    events = [json.dumps({"type": t, "object": versioned(name, rv)}).encode() + b"\n"
+              for t, name, rv in (("ADDED", "m1", "2"), ("MODIFIED", "m1", "3"), ("DELETED", "m1", "4"),
+                                  ("ADDED", "m1", "5"), ("MODIFIED", "m2", "6"))]
+
+    class Content:
+        async def readline(self) -> bytes:
+            return events.pop(0) if events else b""
+
+    class Stream:
+        status, content = 200, Content()
+
+        def close(self) -> None:
+            pass
+
+    class Transport:
+        async def get(self, path: str, params: list[tuple[str, str]], timeout: Any) -> Stream:
+            return Stream()
+
+    given: list[tuple[str, str | None]] = []
+
+    def project(raw: Any, previous: Any = None) -> Any:
+        given.append((raw["metadata"]["resourceVersion"],
+                      previous.meta.resource_version if previous is not None else None))
+        return simple_project(raw)
+
+    resource = Resource(ResourceSpec("cluster.x-k8s.io", "Machine"), "v1beta2", "machines", True)
+    loop = ResourceLoop(resource, None, Transport(), RecordingSink(), project, ResourceStats(),
+                        LoopSettings())
+    await loop._watch("1")
+    assert given == [("2", None), ("3", "2"), ("5", None), ("6", None)]

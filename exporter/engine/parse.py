@@ -42,18 +42,25 @@ _MAX_OWNERS: Final = 16
 _NO_MAP: Final[Mapping[str, Any]] = MappingProxyType({})
 
 
-def project(raw: Mapping[str, Any]) -> Base | None:
-    """The projection of one raw object, or None (no identity, or a kind the engine ignores)."""
+def project(raw: Mapping[str, Any], previous: Base | None = None) -> Base | None:
+    """The projection of one raw object, or None (no identity, or a kind the engine ignores).
+
+    ``previous``: the object's last projection, if the caller has it. An update mostly repeats
+    what the object held: its equal conditions are taken from ``previous`` rather than built
+    again, and a projection equal to ``previous`` is ``previous`` itself. The result is equal to
+    what ``project(raw)`` gives either way.
+    """
     try:
-        return project_unguarded(raw)
+        return project_unguarded(raw, previous)
     except Exception:  # a bug here must cost one object, never the informer; tests call the unguarded form
         return None
 
 
-def project_unguarded(raw: Mapping[str, Any]) -> Base | None:
+def project_unguarded(raw: Mapping[str, Any], previous: Base | None = None) -> Base | None:
     if not isinstance(raw, Mapping):
         return None
-    fields = Fields()
+    reusable = (previous.conditions, previous.v1beta1_conditions) if previous is not None else ()
+    fields = Fields(previous=reusable)
     meta = _meta(raw, fields)
     if meta is None:
         return None
@@ -67,7 +74,13 @@ def project_unguarded(raw: Mapping[str, Any]) -> Base | None:
     if reader is None:
         return None
     projection = reader(raw, meta, fields)
-    return replace(projection, problems=tuple(fields.problems)) if fields.problems else projection
+    if fields.problems:
+        projection = replace(projection, problems=tuple(fields.problems))
+    # Equal (the conditions reused, the comparison stops at them): the store, the engine and the
+    # renderer then see the very object they hold.
+    if previous is not None and type(previous) is type(projection) and previous == projection:
+        return previous
+    return projection
 
 
 def _project_ocm(raw: Mapping[str, Any], meta: Meta, problems: list[str]) -> Base | None:

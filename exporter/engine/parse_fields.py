@@ -19,7 +19,7 @@ Decoded RFC3339 times are kept the same way, to save decoding them again.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import MISSING
 from dataclasses import fields as dataclass_fields
 from datetime import datetime
@@ -129,14 +129,32 @@ def remember(key: Hashable, value: _T) -> _T:
     return value
 
 
+def _same_condition(
+    candidates: list[Condition] | None, status: Status, reason: str, message: str, when: float | None,
+    observed: int | None, severity: str,
+) -> Condition | None:
+    """The candidate (a previous condition of the same type) equal to these fields, if any."""
+    if candidates:
+        for c in candidates:
+            if (c.status is status and c.last_transition_time == when and c.reason == reason
+                    and c.message == message and c.observed_generation == observed
+                    and c.severity == severity):
+                return c
+    return None
+
+
 class Fields:
     """Reads fields of one raw object, collecting a short description of every unreadable one."""
 
-    def __init__(self, problems: list[str] | None = None) -> None:
+    def __init__(self, problems: list[str] | None = None,
+                 previous: Sequence[tuple[Condition, ...]] = ()) -> None:
         self.problems: list[str] = problems if problems is not None else []
         # The object's own name, once known: fields equal to it (refs, node names) share its copy.
         self.name = ""
         self._generation: int | None = None  # the last condition's observedGeneration
+        # The condition lists of the object's previous projection (see ``conditions``).
+        self._previous = previous
+        self._reusable: dict[str, list[Condition]] | None = None
 
     def problem(self, path: str, expected: str, value: object) -> None:
         text = f"{path or '<object>'}: expected {expected}, got {type(value).__name__}"
@@ -314,6 +332,12 @@ class Fields:
         # case (a plain dict whose fields all have their exact types) is read here with no call
         # per field; anything else goes through _condition, which reports what is odd.
         words, statuses, times, generation = _words, _STATUSES, _times, self._generation
+        reusable = self._reusable
+        if reusable is None and self._previous:
+            reusable = self._reusable = {}
+            for listed in self._previous:
+                for c in listed:
+                    reusable.setdefault(c.type, []).append(c)
         for item in items:
             if type(item) is not dict and not is_map(item):
                 self.problem(f"{path}[]", "object", item)
@@ -341,6 +365,15 @@ class Fields:
                                       and ((seconds := times.get(when)) is not None
                                            or (seconds := _parse_rfc3339(when)) is not None)))
             ):
+                if reusable:
+                    # An update of an object mostly repeats its conditions: the previous
+                    # projection's equal one is taken instead of a copy (cheaper than building it,
+                    # and what compares it later stops at identity).
+                    same = _same_condition(reusable.get(type_), status, reason, message,
+                                           None if when is None else seconds, observed, severity)
+                    if same is not None:
+                        result.append(same)
+                        continue
                 if observed == generation:
                     observed = generation  # see _condition
                 else:
@@ -355,6 +388,9 @@ class Fields:
             else:
                 result.append(self._condition(item, path, type_))
                 generation = self._generation
+        for listed in self._previous:  # all of them reused, in order: the previous tuple itself
+            if len(listed) == len(result) and all(a is b for a, b in zip(listed, result, strict=True)):
+                return listed
         return tuple(result)
 
     def _condition(self, item: Mapping[str, Any], list_path: str, raw_type: str) -> Condition:

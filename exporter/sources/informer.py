@@ -30,7 +30,8 @@ from exporter.timeslice import TimeSlice
 
 log = logging.getLogger("exporter.sources.kube")
 
-Projector = Callable[[Mapping[str, Any]], Base | None]
+Projector = Callable[[Mapping[str, Any], Base | None], Base | None]
+"""A raw object, and its last projection if there is one, to its projection (None: unreadable)."""
 
 
 class Sink(Protocol):
@@ -159,7 +160,10 @@ class ResourceLoop:
         self._scope = namespace or ""
         self._where = f"{resource.name}" + (f" in namespace {namespace}" if namespace else "")
         self._path = resource.path(namespace)
-        self._keys: set[tuple[str, str]] = set()  # (namespace, name) of every object seen, valid or not
+        # (namespace, name) of every object seen, valid or not, with its last projection: the next
+        # projection of the object reuses what is unchanged (``parse.project``). The same objects
+        # the store holds, so no memory but the dict's.
+        self._last: dict[tuple[str, str], Base | None] = {}
         self._invalid: set[tuple[str, str, str]] = set()
         self._backoff = Backoff(settings, rand)
         self._seen = 0  # events and bookmarks received; tells a watch that closed at once, empty
@@ -188,7 +192,7 @@ class ResourceLoop:
     async def _list(self) -> str:
         timeout = aiohttp.ClientTimeout(total=self._s.request_timeout)
         projections: list[Base] = []
-        keys: set[tuple[str, str]] = set()
+        keys: dict[tuple[str, str], Base | None] = {}
         token, restarts = "", 0
         page = self._fetch_page(token, timeout)
         try:
@@ -198,7 +202,7 @@ class ResourceLoop:
                     # The continue token outlived the server's history: start a fresh full list.
                     bump(self.stats.list_requests, "expired")
                     log.info("continue token of %s expired; restarting the list", self._where)
-                    projections, keys, token, restarts = [], set(), "", restarts + 1
+                    projections, keys, token, restarts = [], {}, "", restarts + 1
                     page = self._fetch_page(token, timeout)
                     continue
                 if status != 200 or not isinstance(body, dict):
@@ -215,8 +219,9 @@ class ResourceLoop:
                 time_slice = TimeSlice()
                 for raw in body.get("items") or []:
                     if isinstance(raw, dict):
-                        keys.add(self._key(raw))
-                        if (p := self._read(raw)) is not None:
+                        key = self._key(raw)
+                        keys[key] = p = self._read(raw, self._last.get(key))
+                        if p is not None:
                             projections.append(p)
                     await time_slice.pause()
                 del body
@@ -228,7 +233,7 @@ class ResourceLoop:
             # Retrieve what a page fetched for a list that failed meanwhile ended with, unlogged.
             page.add_done_callback(lambda t: t.cancelled() or t.exception())
         self._sink.replace(self.resource.kind, projections, self.namespace)
-        self._keys = keys
+        self._last = keys
         self.stats.objects[self._scope] = len(keys)
         if not self.synced:
             log.info("synced %s: %d objects", self._where, len(keys))
@@ -348,11 +353,10 @@ class ResourceLoop:
             return new_rv
         key = self._key(obj)
         if etype == "DELETED":
-            self._keys.discard(key)
+            self._last.pop(key, None)
             self._sink.delete(self.resource.kind, key[0], key[1])
         elif etype in ("ADDED", "MODIFIED"):
-            self._keys.add(key)
-            projection = self._read(obj)
+            projection = self._last[key] = self._read(obj, self._last.get(key))
             if projection is None:
                 self._sink.delete(self.resource.kind, key[0], key[1])  # as a relist would: it is unreadable
             else:
@@ -360,7 +364,7 @@ class ResourceLoop:
         else:
             log.warning("watch of %s: unknown event type %r ignored", self._where, etype)
             return rv
-        self.stats.objects[self._scope] = len(self._keys)
+        self.stats.objects[self._scope] = len(self._last)
         return new_rv
 
     # ---- helpers ----
@@ -374,13 +378,13 @@ class ResourceLoop:
         meta = raw.get("metadata") or {}
         return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
-    def _read(self, raw: dict[str, Any]) -> Base | None:
+    def _read(self, raw: dict[str, Any], previous: Base | None) -> Base | None:
         # Lists of custom resources carry kind/apiVersion per item; other servers may not.
         raw.setdefault("kind", self.resource.kind)
         raw.setdefault("apiVersion", self.resource.api_version)
         if self._on_object is not None:
             self._on_object(raw)
-        projection = self._project(raw)
+        projection = self._project(raw, previous)
         if projection is None:
             meta = raw.get("metadata") or {}
             ident = (*self._key(raw), str(meta.get("uid") or ""))

@@ -120,7 +120,9 @@ def measure(scale: int, n: int, kind: str, per_pass: int, seed: int) -> dict[str
                 meta = obj["metadata"]
                 delete(obj["kind"], meta["namespace"], meta["name"])
             else:
-                projection = to_projection(obj)
+                # The informer hands over the object's last projection, as here.
+                meta = obj["metadata"]
+                projection = to_projection(obj, store.get((obj["kind"], meta["namespace"], meta["name"])))
                 if projection is not None:
                     upsert(projection)
             if i % per_pass == 0:

@@ -149,3 +149,76 @@ def test_tables_are_bounded() -> None:
 def test_projection_is_the_same_when_the_tables_start_over() -> None:
     first = [project(machine_raw(f"m-{i}")) for i in range(10)]
     assert first == [project(machine_raw(f"m-{i}")) for i in range(10)]
+
+
+def _fleet_machines() -> list[dict[str, Any]]:
+    from tests.benchmark.fleet import generate
+
+    return [o for o in generate(1, 5) if o["kind"] == "Machine"]
+
+
+def test_a_projection_with_its_previous_one_is_what_a_projection_without_it_is() -> None:
+    # Every kind of change the benchmark makes (a marker, a Node flip both ways, a recreate)
+    # and a malformed condition: equal projections, with the unchanged conditions reused.
+    from tests.benchmark.mutations import Mutator, changed, recreated
+
+    mutator = Mutator(7)
+    reused = 0
+    for i, raw in enumerate(_fleet_machines()):
+        before = project(raw)
+        assert before is not None
+        if i % 4 == 3:
+            new = recreated(raw, mutator.next_marker(), f"again-{i}")
+        else:
+            new = changed(raw, mutator.next_marker(), flip=i % 2 == 1)
+        if i % 5 == 0:
+            new["status"]["conditions"][0]["status"] = 7  # unreadable: a problem, never reused
+        decoded = json.loads(json.dumps(new))
+        plain, hinted = project(json.loads(json.dumps(new))), project(decoded, before)
+        assert hinted == plain
+        assert hinted is not None and plain is not None
+        for listed, previous in ((hinted.conditions, before.conditions),
+                                 (hinted.v1beta1_conditions, before.v1beta1_conditions)):
+            for c in listed:
+                same = [p for p in previous if p == c]
+                if same:
+                    assert any(p is c for p in same), "an equal condition is the previous one"
+                    reused += 1
+                else:
+                    assert not any(p is c for p in previous)
+    assert reused > 100
+
+
+def test_an_unchanged_object_projects_to_its_previous_projection() -> None:
+    raw = _fleet_machines()[0]
+    before = project(raw)
+    again = project(json.loads(json.dumps(raw)), before)
+    assert again is before
+    # A change anywhere gives a new projection, sharing the conditions lists it did not touch.
+    touched = json.loads(json.dumps(raw))
+    touched["spec"]["version"] = "v9.9.9"
+    after = project(touched, before)
+    assert after is not before and after is not None and before is not None
+    assert after.version == "v9.9.9"
+    assert after.conditions is before.conditions and after.v1beta1_conditions is before.v1beta1_conditions
+
+
+@pytest.mark.parametrize("field,value", [
+    ("status", "Unknown"), ("reason", "SomethingElse"), ("message", "another message"),
+    ("lastTransitionTime", "2031-01-01T00:00:00Z"), ("observedGeneration", 99), ("severity", "Warning"),
+])
+def test_a_condition_changed_in_any_one_field_is_read_anew(field: str, value: Any) -> None:
+    raw = _fleet_machines()[0]
+    before = project(raw)
+    assert before is not None
+    for path in (("status", "conditions"), ("status", "deprecated", "v1beta1", "conditions")):
+        changed = json.loads(json.dumps(raw))
+        listed = changed
+        for step in path:
+            listed = listed[step]
+        listed[1][field] = value
+        hinted, plain = project(changed, before), project(json.loads(json.dumps(changed)))
+        assert hinted == plain and hinted is not None
+        new = hinted.conditions if path[1] == "conditions" else hinted.v1beta1_conditions
+        old = before.conditions if path[1] == "conditions" else before.v1beta1_conditions
+        assert new[1] is not old[1] and new[0] is old[0]

@@ -36,7 +36,7 @@ INVALID_LABEL = "test/unreadable"
 MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset"
 
 
-def simple_project(raw: Mapping[str, Any]) -> Base | None:
+def simple_project(raw: Mapping[str, Any], previous: Base | None = None) -> Base | None:
     """Identity and resourceVersion only; objects labelled ``test/unreadable`` read as invalid."""
     meta = raw.get("metadata") or {}
     if not raw.get("kind") or not meta.get("name") or INVALID_LABEL in (meta.get("labels") or {}):
