@@ -210,7 +210,7 @@ def finish(obj: Base, computed: Computed, previous: Result | None, now: float) -
         )
     meta = obj.meta
     return Result(
-        key=(meta.kind, meta.namespace, meta.name),
+        key=meta.key,  # the projection's own tuple: one per object, not one more per Result
         api_version=meta.api_version,
         uid=meta.uid,
         cluster_name=obj.cluster_name,
