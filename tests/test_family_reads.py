@@ -1,12 +1,15 @@
-"""Every family reads what its ``reads`` declares, so the renderer may skip it when that held.
+"""Every family reads what its ``reads`` and ``fields`` declare, so the renderer may skip it when that held.
 
 Each family's extractor runs over every object of the example fleet (and a benchmark-fleet
-sample) with the side it claims not to read replaced by a tripwire: touching it fails the test,
-and the samples must be those of a normal extraction.
+sample) with what it claims not to read (the object, the Result, whether an effective condition
+mismatches, the object's other fields) replaced by a tripwire: touching it fails the test, and the
+samples must be those of a normal extraction. And the renderer's cheap test of unchanged effective
+conditions never holds when they changed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,13 @@ from exporter.engine.evaluate import evaluate_all
 from exporter.engine.model import Condition, Status
 from exporter.engine.parse import project
 from exporter.metrics.catalog import kind_spec, object_families
-from exporter.metrics.spec import Effective, Subject, effective_conditions, same_effective_conditions
+from exporter.metrics.spec import (
+    Effective,
+    FamilySpec,
+    Subject,
+    effective_conditions,
+    same_effective_conditions,
+)
 from exporter.sources.files import load
 from tests.benchmark.fleet import generate
 
@@ -72,52 +81,52 @@ def test_declarations_cover_every_kind_of_input() -> None:
     assert reads == {"object", "result", "conditions", "both"}
 
 
-def test_families_reading_conditions_read_nothing_else() -> None:
+Blind = Callable[[Any, Any, tuple[Effective, ...], FamilySpec], "Subject[Any]"]
+
+
+def check_blind(
+    select: Callable[[FamilySpec], bool], blind: Blind, declared: Callable[[FamilySpec], str]
+) -> int:
+    """Extract every selected family of every object with ``blind``'s subject, which trips on what
+    the family declares it does not read: the samples must be the normal ones. Returns how many."""
     checked = 0
     for obj, result in PAIRS:
         spec = kind_spec(obj)
         assert spec is not None
         effective = effective_conditions(result)
         normal: Subject[Any] = Subject(obj, result, effective)
-        blind: Subject[Any] = Subject(
-            Tripwire("object"), Tripwire("result"),  # type: ignore[arg-type]
-            tuple(ConditionOnly(e) for e in effective),  # type: ignore[misc]
-        )
         for fam in spec.families:
-            if fam.reads != "conditions":
+            if not select(fam):
                 continue
             try:
-                got = list(fam.extract(blind))
+                got = list(fam.extract(blind(obj, result, effective, fam)))
             except AssertionError as exc:
-                raise AssertionError(f"{fam.name} declares reads='conditions' but {exc}") from None
+                raise AssertionError(f"{fam.name} declares {declared(fam)} but {exc}") from None
             assert got == list(fam.extract(normal)), fam.name
             checked += 1
-    assert checked > 100
+    return checked
+
+
+def test_families_reading_conditions_read_nothing_else() -> None:
+    def blind(obj: Any, result: Any, effective: tuple[Effective, ...], fam: FamilySpec) -> Subject[Any]:
+        return Subject(Tripwire("object"), Tripwire("result"),  # type: ignore[arg-type]
+                       tuple(ConditionOnly(e) for e in effective))  # type: ignore[misc]
+
+    assert check_blind(lambda f: f.reads == "conditions", blind, lambda f: "reads='conditions'") > 100
 
 
 @pytest.mark.parametrize("side", ["object", "result"])
 def test_families_read_only_their_side(side: str) -> None:
-    checked = 0
-    for obj, result in PAIRS:
-        spec = kind_spec(obj)
-        assert spec is not None
-        effective = effective_conditions(result)
-        normal: Subject[Any] = Subject(obj, result, effective)
+    def blind(obj: Any, result: Any, effective: tuple[Effective, ...], fam: FamilySpec) -> Subject[Any]:
         if side == "result":  # a family declared to read the Result never sees the object
-            blind: Subject[Any] = Subject(Tripwire("object"), result, effective)  # type: ignore[arg-type]
-        else:
-            blind = Subject(obj, Tripwire("result"), Tripwire("effective"))  # type: ignore[arg-type]
-        for fam in spec.families:
-            # Reading conditions is reading part of the Result.
-            if fam.reads != side and not (side == "result" and fam.reads == "conditions"):
-                continue
-            try:
-                got = list(fam.extract(blind))
-            except AssertionError as exc:
-                raise AssertionError(f"{fam.name} declares reads={fam.reads!r} but {exc}") from None
-            assert got == list(fam.extract(normal)), fam.name
-            checked += 1
-    assert checked > 100
+            return Subject(Tripwire("object"), result, effective)  # type: ignore[arg-type]
+        return Subject(obj, Tripwire("result"), Tripwire("effective"))  # type: ignore[arg-type]
+
+    # Reading conditions is reading part of the Result.
+    def select(fam: FamilySpec) -> bool:
+        return fam.reads == side or (side == "result" and fam.reads == "conditions")
+
+    assert check_blind(select, blind, lambda f: f"reads={f.reads!r}") > 100
 
 
 def test_same_effective_conditions_holds_only_when_the_effective_conditions_are_the_same() -> None:
@@ -162,21 +171,11 @@ class FieldsOnly:
 
 
 def test_families_read_only_the_fields_they_declare() -> None:
-    checked = 0
     declared = [f for f in object_families() if f.fields]
     assert all(f.reads == "object" for f in declared), "fields are for families reading the object alone"
-    for obj, result in PAIRS:
-        spec = kind_spec(obj)
-        assert spec is not None
-        for fam in spec.families:
-            if not fam.fields:
-                continue
-            blind: Subject[Any] = Subject(FieldsOnly(obj, fam.fields), Tripwire("result"),  # type: ignore[arg-type]
-                                          Tripwire("effective"))  # type: ignore[arg-type]
-            try:
-                got = list(fam.extract(blind))
-            except AssertionError as exc:
-                raise AssertionError(f"{fam.name} declares fields={fam.fields} but {exc}") from None
-            assert got == list(fam.extract(Subject(obj, result))), fam.name
-            checked += 1
-    assert checked > 100
+
+    def blind(obj: Any, result: Any, effective: tuple[Effective, ...], fam: FamilySpec) -> Subject[Any]:
+        return Subject(FieldsOnly(obj, fam.fields), Tripwire("result"),  # type: ignore[arg-type]
+                       Tripwire("effective"))  # type: ignore[arg-type]
+
+    assert check_blind(lambda f: bool(f.fields), blind, lambda f: f"fields={f.fields}") > 100

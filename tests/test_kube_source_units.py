@@ -169,24 +169,32 @@ async def test_the_next_list_page_is_requested_while_the_current_one_is_projecte
     assert sorted(key[-1] for key in sink.view()) == [f"m{i}-{j}" for i in range(2) for j in range(3)]
 
 
+class WatchLines:
+    """A transport whose every request is a watch stream of these lines (buffered: no waiting)."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.lines = lines
+
+    async def get(self, path: str, params: list[tuple[str, str]], timeout: Any) -> Any:
+        lines = self.lines
+
+        class Content:
+            async def readline(self) -> bytes:
+                return lines.pop(0) if lines else b""
+
+        class Stream:
+            status, content = 200, Content()
+
+            def close(self) -> None:
+                pass
+
+        return Stream()
+
+
 async def test_a_watch_backlog_lets_other_tasks_run_while_it_is_handled() -> None:
     # readline() of a buffered stream returns without suspending; the loop must yield anyway.
     events = [json.dumps({"type": "MODIFIED", "object": obj("Machine", f"m{i}")}).encode() + b"\n"
               for i in range(20)]
-
-    class Content:
-        async def readline(self) -> bytes:
-            return events.pop(0) if events else b""
-
-    class Stream:
-        status, content = 200, Content()
-
-        def close(self) -> None:
-            pass
-
-    class Transport:
-        async def get(self, path: str, params: list[tuple[str, str]], timeout: Any) -> Stream:
-            return Stream()
 
     order: list[str] = []
 
@@ -201,7 +209,7 @@ async def test_a_watch_backlog_lets_other_tasks_run_while_it_is_handled() -> Non
             await asyncio.sleep(0)
 
     resource = Resource(ResourceSpec("cluster.x-k8s.io", "Machine"), "v1beta2", "machines", True)
-    loop = ResourceLoop(resource, None, Transport(), RecordingSink(), project, ResourceStats(),
+    loop = ResourceLoop(resource, None, WatchLines(events), RecordingSink(), project, ResourceStats(),
                         LoopSettings())
     ticks = asyncio.create_task(ticker())
     await asyncio.sleep(0)
@@ -226,20 +234,6 @@ async def test_each_projection_is_given_the_objects_previous_one() -> None:
               for t, name, rv in (("ADDED", "m1", "2"), ("MODIFIED", "m1", "3"), ("DELETED", "m1", "4"),
                                   ("ADDED", "m1", "5"), ("MODIFIED", "m2", "6"))]
 
-    class Content:
-        async def readline(self) -> bytes:
-            return events.pop(0) if events else b""
-
-    class Stream:
-        status, content = 200, Content()
-
-        def close(self) -> None:
-            pass
-
-    class Transport:
-        async def get(self, path: str, params: list[tuple[str, str]], timeout: Any) -> Stream:
-            return Stream()
-
     given: list[tuple[str, str | None]] = []
 
     def project(raw: Any, previous: Any = None) -> Any:
@@ -248,7 +242,7 @@ async def test_each_projection_is_given_the_objects_previous_one() -> None:
         return simple_project(raw)
 
     resource = Resource(ResourceSpec("cluster.x-k8s.io", "Machine"), "v1beta2", "machines", True)
-    loop = ResourceLoop(resource, None, Transport(), RecordingSink(), project, ResourceStats(),
+    loop = ResourceLoop(resource, None, WatchLines(events), RecordingSink(), project, ResourceStats(),
                         LoopSettings())
     await loop._watch("1")
     assert given == [("2", None), ("3", "2"), ("5", None), ("6", None)]
