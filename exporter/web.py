@@ -11,6 +11,7 @@ so kubelets can reach them. Owns no knowledge of kinds or metric names.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -79,10 +80,14 @@ async def _body(renderer: Renderer, exposition: Exposition, gzip: bool,
     if not gzip:
         return itertools.chain(snap.texts(), (tail,)), size, size
 
-    await exposition.builder.build(snap.unbuilt())
+    # Each batch's buckets are installed as it comes back, a step of the loop each: installing
+    # thousands at the end, with the listing and the first writes, made one step of tens of ms.
+    await exposition.builder.build(snap.unbuilt(), after_batch=renderer.install)
+    await asyncio.sleep(0)
     parts = snap.parts(gzip=True)  # every member is built by now: this only lists them
     parts.append(gzip_member(tail))
-    renderer.commit(snap)
+    renderer.commit(snap)  # what is left: buckets whose build was installed already are skipped
+    await asyncio.sleep(0)
     return parts, sum(map(len, parts)), size
 
 
