@@ -45,7 +45,7 @@ class Store:
         if old is not None:
             # API servers send many updates that change nothing projected (resourceVersion,
             # managedFields, annotations nobody reads): those cost a comparison, nothing more.
-            if old == obj:
+            if old is obj or old == obj:  # the very object: parse.project gave back the previous one
                 return
             if self._export_only(old, obj):
                 group = self._index.swap(obj)

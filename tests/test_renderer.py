@@ -404,10 +404,9 @@ def spy_on_extraction(monkeypatch) -> list[str]:
     extracted: list[str] = []
     real = renderer_module.render_object
 
-    def spy(spec, index, obj, res, unchanged=(), kept=()):
-        extracted.extend(f.name for f in spec.families
-                         if f.reads not in unchanged and index[f.name] not in kept)
-        return real(spec, index, obj, res, unchanged, kept)
+    def spy(spec, index, obj, res, kept=()):
+        extracted.extend(f.name for f in spec.families if index[f.name] not in kept)
+        return real(spec, index, obj, res, kept)
 
     monkeypatch.setattr(renderer_module, "render_object", spy)
     return extracted

@@ -81,20 +81,18 @@ COMPACT_BYTES = 1 << 20
 
 
 def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: Result,
-                  unchanged: Collection[Reads] = (), kept: Collection[int] = ()) -> Fragments:
+                  kept: Collection[int] = ()) -> Fragments:
     """All lines of one object, per family; families without samples are left out.
 
-    ``unchanged``: what did not change since the last rendering ("object", "result",
-    "conditions"; identity labels included): families that read only that are skipped (their
-    lines are the previous ones), and so are left out too. So are the families whose indices
-    are in ``kept`` (the fields they read did not change).
+    ``kept``: the indices of families whose input did not change since the last rendering (their
+    lines are the previous ones, ``Renderer._kept``): they are skipped, and so left out too.
     """
     subject: Subject[Base] = Subject(obj, result)
     identity = label_pairs(spec.identity, identity_values(spec, obj))
     out: list[tuple[int, bytes]] = []
     for fam in spec.families:
         i = index[fam.name]
-        if fam.reads in unchanged or i in kept:
+        if i in kept:
             continue
         samples = list(fam.extract(subject))
         if samples:
@@ -322,6 +320,7 @@ class Renderer:
         self.renders = 0  # objects rendered since start (a self-metric; tests read it)
         # Per kind, the families that declare the fields they read, with a getter of those fields.
         self._field_getters: dict[str, list[tuple[int, attrgetter[Any]]]] = {}
+        self._by_reads: dict[str, dict[Reads, list[int]]] = {}  # per kind: family indices by ``reads``
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -474,8 +473,7 @@ class Renderer:
             return
         key = obj.key
         entry = self._entries.get(key)
-        unchanged: tuple[Reads, ...] = ()
-        kept: list[int] = []
+        kept: set[int] = set()
         if entry is not None:
             # Identity first: reused Results and untouched projections are the very same objects,
             # and a dataclass ``==`` builds and compares tuples of every field.
@@ -490,13 +488,12 @@ class Renderer:
                 # where its controller reports a condition, that one is the effective one: the
                 # condition families (most of its lines) are often just what they were.
                 same_conditions = same_effective_conditions(entry.result, result)
-                unchanged = ("object", "conditions") if same_conditions else ("object",)
+                kept = self._kept(spec, ("object", "conditions") if same_conditions else ("object",))
             elif identity_values(spec, entry.obj) == identity_values(spec, obj):
-                if same_result:
-                    unchanged = ("result", "conditions")
+                kept = self._kept(spec, ("result", "conditions") if same_result else ())
                 # Most updates change a field or two: families reading only others keep their lines.
-                kept = self._same_fields(spec, entry.obj, obj)
-        fragments = render_object(spec, self._index, obj, result, unchanged, kept)
+                kept.update(self._same_fields(spec, entry.obj, obj))
+        fragments = render_object(spec, self._index, obj, result, kept)
         self.renders += 1
         old: dict[int, tuple[int, int, int]] = {}
         if entry is None:
@@ -522,11 +519,20 @@ class Renderer:
                     self._set(i, b, oid, text, before[2])
             records.append(pack(i, b, fp, n))
         for i, (b, fp, n) in old.items():
-            if self.families[i].reads in unchanged or i in kept:  # skipped: its lines stand
+            if i in kept:  # skipped: its lines stand
                 records.append(pack(i, b, fp, n))
             else:
                 self._set(i, b, oid, None, n)
         self._entries[key] = _Entry(obj, result, oid, b"".join(records))
+
+    def _kept(self, spec: KindSpec, unchanged: tuple[Reads, ...]) -> set[int]:
+        """Indices of the families of ``spec`` that read only what is ``unchanged``."""
+        by_reads = self._by_reads.get(spec.kind)
+        if by_reads is None:
+            by_reads = self._by_reads[spec.kind] = {}
+            for f in spec.families:
+                by_reads.setdefault(f.reads, []).append(self._index[f.name])
+        return {i for reads in unchanged for i in by_reads.get(reads, ())}
 
     def _same_fields(self, spec: KindSpec, old: Base, new: Base) -> list[int]:
         """Indices of the families of ``spec`` whose ``fields`` are equal in ``old`` and ``new``."""

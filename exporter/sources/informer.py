@@ -192,7 +192,7 @@ class ResourceLoop:
     async def _list(self) -> str:
         timeout = aiohttp.ClientTimeout(total=self._s.request_timeout)
         projections: list[Base] = []
-        keys: dict[tuple[str, str], Base | None] = {}
+        latest: dict[tuple[str, str], Base | None] = {}
         token, restarts = "", 0
         page = self._fetch_page(token, timeout)
         try:
@@ -202,7 +202,7 @@ class ResourceLoop:
                     # The continue token outlived the server's history: start a fresh full list.
                     bump(self.stats.list_requests, "expired")
                     log.info("continue token of %s expired; restarting the list", self._where)
-                    projections, keys, token, restarts = [], {}, "", restarts + 1
+                    projections, latest, token, restarts = [], {}, "", restarts + 1
                     page = self._fetch_page(token, timeout)
                     continue
                 if status != 200 or not isinstance(body, dict):
@@ -220,7 +220,7 @@ class ResourceLoop:
                 for raw in body.get("items") or []:
                     if isinstance(raw, dict):
                         key = self._key(raw)
-                        keys[key] = p = self._read(raw, self._last.get(key))
+                        latest[key] = p = self._read(raw, self._last.get(key))
                         if p is not None:
                             projections.append(p)
                     await time_slice.pause()
@@ -233,10 +233,10 @@ class ResourceLoop:
             # Retrieve what a page fetched for a list that failed meanwhile ended with, unlogged.
             page.add_done_callback(lambda t: t.cancelled() or t.exception())
         self._sink.replace(self.resource.kind, projections, self.namespace)
-        self._last = keys
-        self.stats.objects[self._scope] = len(keys)
+        self._last = latest
+        self.stats.objects[self._scope] = len(latest)
         if not self.synced:
-            log.info("synced %s: %d objects", self._where, len(keys))
+            log.info("synced %s: %d objects", self._where, len(latest))
         self.stats.scopes_synced[self._scope] = True
         return str(meta.get("resourceVersion") or "")
 
