@@ -538,3 +538,32 @@ def test_an_update_during_a_sliced_export_only_rendering_is_evaluated_by_the_nex
     assert pipeline.previous == reference.previous
     objects = [o for k in _all_keys(reference.index) if (o := reference.index.get(k)) is not None]
     assert lines(renderer.render_body()) == lines(render_fleet(objects, reference.previous.values()))
+
+
+def test_a_computed_condition_that_agrees_with_the_controllers_is_that_condition() -> None:
+    """Equal but for observedGeneration: the Result holds the controller's condition object itself.
+
+    (A computed condition with no time of its own takes the controller's when their statuses agree.)
+    """
+    from tests.benchmark.fleet import generate
+
+    projections = [p for raw in generate(1, 5) if (p := project(raw)) is not None]
+    by_key = {p.key: p for p in projections}
+    shared = rebuilt = 0
+    for result in evaluate_all(projections, NOW):
+        obj = by_key[result.key]
+        if not obj.has_v1beta2_conditions:
+            continue
+        reported = {c.type: c for c in reversed(obj.conditions)}
+        for c in result.computed:
+            r = reported.get(c.type)
+            if r is None:
+                continue
+            if (r.status, r.reason, r.message, r.severity, r.last_transition_time) == (
+                    c.status, c.reason, c.message, c.severity, c.last_transition_time):
+                assert c is r
+                shared += 1
+            else:
+                assert c is not r
+                rebuilt += 1
+    assert shared > 1000 and rebuilt > 0

@@ -30,7 +30,7 @@ from exporter.engine import cluster_available as avail
 from exporter.engine import cluster_counters as counts
 from exporter.engine import controlplane
 from exporter.engine import machine_rollup as rollup
-from exporter.engine.conditions import Member, Reasons, aggregate, find, mirror, paused_condition
+from exporter.engine.conditions import Member, Reasons, aggregate, find, mirror, paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Cluster, Condition, Machine, Status
 
@@ -130,7 +130,7 @@ def _cp_unavailable(reason: str, message: str) -> Condition:
 
 def _initialized_fallback(cluster: Cluster, kind: str) -> Condition:
     if cluster.control_plane_initialized is True:
-        return Condition(CONTROL_PLANE_AVAILABLE, Status.TRUE, AVAILABLE_REASON)
+        return plain(CONTROL_PLANE_AVAILABLE, Status.TRUE, AVAILABLE_REASON)
     return Condition(CONTROL_PLANE_AVAILABLE, Status.FALSE, NOT_AVAILABLE,
                      f"{kind} status.initialization.controlPlaneInitialized is false")
 
@@ -161,7 +161,7 @@ def _standalone_available(machines: Sequence[Machine], view: GroupView) -> Condi
     if not machines:
         return _cp_unavailable(NOT_AVAILABLE, "There are no control plane Machines")
     if rollup.count_true(view, machines, rollup.AVAILABLE) >= 1:
-        return Condition(CONTROL_PLANE_AVAILABLE, Status.TRUE, AVAILABLE_REASON)
+        return plain(CONTROL_PLANE_AVAILABLE, Status.TRUE, AVAILABLE_REASON)
     return Condition(CONTROL_PLANE_AVAILABLE, Status.FALSE, NOT_AVAILABLE,
                      "None of the control plane Machines is available")
 
@@ -171,14 +171,14 @@ def control_plane_initialized(cluster: Cluster, view: GroupView) -> Condition:
     for own in (find(cluster.conditions, CONTROL_PLANE_INITIALIZED),
                 find(cluster.v1beta1_conditions, CONTROL_PLANE_INITIALIZED)):
         if own is not None and own.status is Status.TRUE:
-            return Condition(CONTROL_PLANE_INITIALIZED, Status.TRUE, INITIALIZED)
+            return plain(CONTROL_PLANE_INITIALIZED, Status.TRUE, INITIALIZED)
     ref = cluster.control_plane_ref
     if ref is None and counts.has_topology(cluster):
         message = "" if cluster.meta.deleting else TOPOLOGY_WAIT
         return Condition(CONTROL_PLANE_INITIALIZED, Status.UNKNOWN, OBJECT_DOES_NOT_EXIST, message)
     if ref is None:
         if any(m.node_name for m in view.control_plane_machines()):
-            return Condition(CONTROL_PLANE_INITIALIZED, Status.TRUE, INITIALIZED)
+            return plain(CONTROL_PLANE_INITIALIZED, Status.TRUE, INITIALIZED)
         return Condition(CONTROL_PLANE_INITIALIZED, Status.FALSE, NOT_INITIALIZED,
                          "Waiting for the first control plane machine to have status.nodeRef set")
     if ref.kind == counts.KCP_KIND:
@@ -190,7 +190,7 @@ def control_plane_initialized(cluster: Cluster, view: GroupView) -> Condition:
     else:
         initialized = cluster.control_plane_initialized is True
     if initialized:
-        return Condition(CONTROL_PLANE_INITIALIZED, Status.TRUE, INITIALIZED)
+        return plain(CONTROL_PLANE_INITIALIZED, Status.TRUE, INITIALIZED)
     return Condition(CONTROL_PLANE_INITIALIZED, Status.FALSE, NOT_INITIALIZED,
                      "Control plane not yet initialized")
 
@@ -201,7 +201,7 @@ def workers_available(view: GroupView) -> Condition:
     members += [Member("MachinePool", mp.meta.name, view.effective(mp.key, AVAILABLE_REASON))
                 for mp in view.machine_pools]
     if not members:
-        return Condition(WORKERS_AVAILABLE, Status.TRUE, NO_WORKERS)
+        return plain(WORKERS_AVAILABLE, Status.TRUE, NO_WORKERS)
     return aggregate(WORKERS_AVAILABLE, members, source_type=AVAILABLE_REASON,
                      reasons=WORKERS_AVAILABLE_REASONS)
 
@@ -226,13 +226,13 @@ def lifecycle(
         members += [Member("MachineSet", ms.meta.name, view.effective(ms.key, type_))
                     for ms in counts.cluster_machine_sets(cluster, view)]
     if not members:
-        return Condition(type_, Status.FALSE, reasons.info)
+        return plain(type_, Status.FALSE, reasons.info)
     return aggregate(type_, members, source_type=type_, reasons=reasons, negative=True, target_negative=True)
 
 
 def deleting(cluster: Cluster, view: GroupView) -> Condition:
     if not cluster.meta.deleting:
-        return Condition(DELETING, Status.FALSE, NOT_DELETING)
+        return plain(DELETING, Status.FALSE, NOT_DELETING)
     own = find(cluster.conditions, DELETING) if cluster.has_v1beta2_conditions else None
     if own is not None and own.status is Status.TRUE and own.reason in DELETING_AS_REPORTED:
         return Condition(DELETING, own.status, own.reason, own.message)

@@ -23,7 +23,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from exporter.engine import cluster_counters as counts
-from exporter.engine.conditions import NOT_YET_REPORTED, Priority, Reasons, find, not_yet_reported, summary
+from exporter.engine.conditions import (
+    NOT_YET_REPORTED,
+    Priority,
+    Reasons,
+    find,
+    not_yet_reported,
+    plain,
+    summary,
+)
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Cluster, Condition, Gate, Status
 
@@ -78,7 +86,7 @@ def infrastructure_ready(cluster: Cluster) -> Condition:
     if own is not None:
         return own
     if cluster.infrastructure_provisioned is True:
-        return Condition(INFRASTRUCTURE_READY, Status.TRUE, READY)
+        return plain(INFRASTRUCTURE_READY, Status.TRUE, READY)
     if cluster.infrastructure_provisioned is False and ref is not None:
         return Condition(INFRASTRUCTURE_READY, Status.FALSE, NOT_READY,
                          f"{ref.kind} status.initialization.provisioned is false")

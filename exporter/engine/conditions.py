@@ -40,6 +40,24 @@ def find(conditions: Iterable[Condition], type_: str) -> Condition | None:
     return next((c for c in conditions if c.type == type_), None)
 
 
+# Conditions with no message and no time are values a handful of (type, status, reason) make up
+# (NotDeleting, NotPaused, a healthy Ready or Available): shared, not built again for every object
+# (~80,000 fewer objects at fleet size, ~7 MB). The rules pass their own constants, but a type can
+# come from an object (a readiness gate): past MAX_PLAIN the table takes no more.
+MAX_PLAIN = 4096
+_PLAIN: dict[tuple[str, Status, str], Condition] = {}
+
+
+def plain(type_: str, status: Status, reason: str) -> Condition:
+    """The condition with this type, status and reason and nothing else (a shared object)."""
+    c = _PLAIN.get((type_, status, reason))
+    if c is None:
+        c = Condition(type_, status, reason)
+        if len(_PLAIN) < MAX_PLAIN:
+            _PLAIN[(type_, status, reason)] = c
+    return c
+
+
 def not_yet_reported(type_: str, message: str | None = None) -> Condition:
     return Condition(
         type=type_,
@@ -50,7 +68,12 @@ def not_yet_reported(type_: str, message: str | None = None) -> Condition:
 
 
 def mirror(source: Condition | None, target_type: str, *, fallback: Condition | None = None) -> Condition:
-    """Copy a condition under a new type, keeping status, reason, message and transition time."""
+    """Copy a condition under a new type, keeping status, reason, message and transition time.
+
+    A condition of the target type already (and without a v1beta1 severity) is returned as it is,
+    its observedGeneration included: nothing reads a computed condition's generation, and the
+    computed condition is then the reported one, not a second object equal to it but for that.
+    """
     if source is None:
         if fallback is not None:
             return _retype(fallback, target_type)
@@ -59,6 +82,8 @@ def mirror(source: Condition | None, target_type: str, *, fallback: Condition | 
 
 
 def _retype(c: Condition, type_: str) -> Condition:
+    if c.type == type_ and not c.severity:
+        return c
     return Condition(
         type=type_,
         status=c.status,
@@ -127,6 +152,8 @@ def summary(
             continue
         text = c.message or c.reason
         lines.append(f"* {c.type}:{indent_if_multiline(text)}")
+    if not lines:
+        return plain(target_type, merged_status(worst, target_negative), reasons.for_priority(worst))
     return Condition(
         type=target_type,
         status=merged_status(worst, target_negative),
@@ -202,8 +229,7 @@ def aggregate(
     worst = Priority(worst_value)
     if worst is Priority.INFO and not any(c.message for _, c, _ in rated):
         # The common healthy case: nothing to list, so no grouping and no sorting.
-        return Condition(type=target_type, status=merged_status(worst, target_negative),
-                         reason=reasons.for_priority(worst), message="")
+        return plain(target_type, merged_status(worst, target_negative), reasons.for_priority(worst))
     # Issues and unknowns are listed; info only when nothing else is to be said.
     shown_priorities = {Priority.INFO} if worst is Priority.INFO else {Priority.ISSUE, Priority.UNKNOWN}
     groups: dict[tuple[Priority, str, str], list[Member]] = {}
@@ -254,7 +280,7 @@ def paused_condition(cluster_spec_paused: bool, annotated: bool, kind: str) -> C
     if annotated:
         reasons.append(f"{kind} has the cluster.x-k8s.io/paused annotation")
     if not reasons:
-        return Condition(PAUSED, Status.FALSE, NOT_PAUSED)
+        return plain(PAUSED, Status.FALSE, NOT_PAUSED)
     return Condition(PAUSED, Status.TRUE, PAUSED, ", ".join(reasons))
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 
 from exporter.engine import controlplane_health as health
 from exporter.engine import machine_rollup as rollup
-from exporter.engine.conditions import Member, aggregate, paused_condition
+from exporter.engine.conditions import Member, aggregate, paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, KubeadmControlPlane, Machine, Status
 
@@ -92,15 +92,15 @@ def machine_up_to_date(kcp: KubeadmControlPlane, view: GroupView, machine: Machi
     if own is not None or not kcp.version or not machine.version:
         return own
     if machine.version == kcp.version:
-        return Condition(rollup.UP_TO_DATE, Status.TRUE, rollup.UP_TO_DATE)
+        return plain(rollup.UP_TO_DATE, Status.TRUE, rollup.UP_TO_DATE)
     return Condition(rollup.UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE,
                      f"* Version {machine.version}, {kcp.version} required")
 
 
 def initialized(kcp: KubeadmControlPlane) -> Condition:
     if kcp.initialized is True:
-        return Condition(INITIALIZED, Status.TRUE, INITIALIZED)
-    return Condition(INITIALIZED, Status.FALSE, NOT_INITIALIZED)
+        return plain(INITIALIZED, Status.TRUE, INITIALIZED)
+    return plain(INITIALIZED, Status.FALSE, NOT_INITIALIZED)
 
 
 def machines_up_to_date(
@@ -108,7 +108,7 @@ def machines_up_to_date(
 ) -> Condition:
     candidates = rollup.up_to_date_candidates(view, machines, now)
     if not candidates:
-        return Condition(MACHINES_UP_TO_DATE, Status.TRUE, rollup.NO_REPLICAS)
+        return plain(MACHINES_UP_TO_DATE, Status.TRUE, rollup.NO_REPLICAS)
     members = [Member("Machine", m.meta.name, machine_up_to_date(kcp, view, m), control_plane=True)
                for m in candidates]
     return aggregate(MACHINES_UP_TO_DATE, members, source_type=rollup.UP_TO_DATE,
@@ -160,7 +160,7 @@ def scaling_up(
         return Condition(SCALING_UP, Status.UNKNOWN, WAITING_FOR_REPLICAS_SET, WAITING_FOR_REPLICAS_MESSAGE)
     current = len(machines)
     if current >= desired:
-        return Condition(SCALING_UP, Status.FALSE, NOT_SCALING_UP)
+        return plain(SCALING_UP, Status.FALSE, NOT_SCALING_UP)
     message = f"Scaling up from {current} to {desired} replicas"
     blocked = _preflight_lines(kcp, view, machines, components, etcd)
     if blocked:
@@ -181,7 +181,7 @@ def scaling_down(
         return Condition(SCALING_DOWN, Status.UNKNOWN, WAITING_FOR_REPLICAS_SET, WAITING_FOR_REPLICAS_MESSAGE)
     current = len(machines)
     if current <= desired:
-        return Condition(SCALING_DOWN, Status.FALSE, NOT_SCALING_DOWN)
+        return plain(SCALING_DOWN, Status.FALSE, NOT_SCALING_DOWN)
     message = f"Scaling down from {current} to {desired} replicas"
     blocked = _preflight_lines(kcp, view, machines, components, etcd)
     stale = rollup.stale_deletion_message(view, machines, now)
@@ -194,7 +194,7 @@ def scaling_down(
 
 def deleting(kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Machine], now: float) -> Condition:
     if not kcp.meta.deleting:
-        return Condition(DELETING, Status.FALSE, NOT_DELETING)
+        return plain(DELETING, Status.FALSE, NOT_DELETING)
     workers = [m for m in view.machines if not m.control_plane]
     blockers = []
     if view.machine_pools:

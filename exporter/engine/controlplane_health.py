@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from exporter.engine.conditions import find
+from exporter.engine.conditions import find, plain
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.machine_rollup import list_names
 from exporter.engine.model import Base, Condition, KubeadmControlPlane, Machine, Status
@@ -135,7 +135,7 @@ def machine_health(
     if with_unknown:
         return Condition(target_type, Status.UNKNOWN, HEALTH_UNKNOWN, message)
     if with_info:
-        return Condition(target_type, Status.TRUE, HEALTHY)
+        return plain(target_type, Status.TRUE, HEALTHY)
     return Condition(target_type, Status.UNKNOWN, HEALTH_UNKNOWN, f"No Machines reporting {note} status")
 
 

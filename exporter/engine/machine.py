@@ -14,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from exporter.engine.conditions import NOT_YET_REPORTED, Priority, Reasons, find, paused_condition, summary
+from exporter.engine.conditions import (
+    NOT_YET_REPORTED,
+    Priority,
+    Reasons,
+    find,
+    paused_condition,
+    plain,
+    summary,
+)
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.machine_inputs import (
     BOOTSTRAP_CONFIG_READY,
@@ -176,12 +184,12 @@ def available_condition(ready: Condition, ready_since: float | None, min_ready_s
                         now: float) -> Condition:
     """Ready for at least spec.minReadySeconds."""
     if ready.status is not Status.TRUE:
-        return Condition(AVAILABLE, Status.FALSE, NOT_READY)
+        return plain(AVAILABLE, Status.FALSE, NOT_READY)
     if min_ready_seconds <= 0:
-        return Condition(AVAILABLE, Status.TRUE, AVAILABLE_REASON)
+        return plain(AVAILABLE, Status.TRUE, AVAILABLE_REASON)
     if ready_since is not None and now - ready_since >= min_ready_seconds:
-        return Condition(AVAILABLE, Status.TRUE, AVAILABLE_REASON)
-    return Condition(AVAILABLE, Status.FALSE, WAITING_FOR_MIN_READY_SECONDS)
+        return plain(AVAILABLE, Status.TRUE, AVAILABLE_REASON)
+    return plain(AVAILABLE, Status.FALSE, WAITING_FOR_MIN_READY_SECONDS)
 
 
 def _ready_since(m: Machine, ready: Condition) -> float | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from exporter.engine.conditions import find, mirror, not_yet_reported
+from exporter.engine.conditions import find, mirror, not_yet_reported, plain
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Condition, Machine, Ref, Status
 
@@ -55,7 +55,7 @@ _V1BETA1: Final = {
     "EtcdMemberHealthy": ("EtcdMemberHealthy", "Healthy"),
 }
 # v1beta1 deletion progress conditions (False while waiting) → the v1beta2 Deleting stage reason.
-_DELETION_STAGES: Final = (
+DELETION_STAGES: Final = (
     ("PreDrainDeleteHookSucceeded", "WaitingForPreDrainHook"),
     ("DrainingSucceeded", "DrainingNode"),
     ("VolumeDetachSucceeded", "WaitingForVolumeDetach"),
@@ -102,7 +102,7 @@ def bootstrap_config_ready(m: Machine) -> Condition:
     if own is not None:
         return mirror(own, BOOTSTRAP_CONFIG_READY)
     if m.bootstrap_ref is None:  # spec.bootstrap.dataSecretName given directly
-        return Condition(BOOTSTRAP_CONFIG_READY, Status.TRUE, DATA_SECRET_PROVIDED)
+        return plain(BOOTSTRAP_CONFIG_READY, Status.TRUE, DATA_SECRET_PROVIDED)
     if m.has_v1beta2_conditions:
         return not_yet_reported(BOOTSTRAP_CONFIG_READY)
     return _from_flag(BOOTSTRAP_CONFIG_READY, m.bootstrap_data_secret_created, m.bootstrap_ref,
@@ -124,7 +124,7 @@ def _from_flag(type_: str, flag: bool | None, ref: Ref | None, false_message: st
     if flag is None:
         return not_yet_reported(type_)
     if flag:
-        return Condition(type_, Status.TRUE, READY_REASON)
+        return plain(type_, Status.TRUE, READY_REASON)
     kind = ref.kind if ref is not None else "Object"
     return Condition(type_, Status.FALSE, NOT_READY, f"{kind} {false_message}")
 
@@ -145,18 +145,18 @@ def updating(m: Machine) -> Condition:
     own = reported(m, UPDATING) if m.has_v1beta2_conditions else None
     if own is not None:
         return mirror(own, UPDATING)
-    return Condition(UPDATING, Status.FALSE, NOT_UPDATING)
+    return plain(UPDATING, Status.FALSE, NOT_UPDATING)
 
 
 def deleting(m: Machine) -> Condition:
     """Deleting with the stage the controller reports, or the one the v1beta1 conditions show."""
     if not m.meta.deleting:
-        return Condition(DELETING, Status.FALSE, NOT_DELETING)
+        return plain(DELETING, Status.FALSE, NOT_DELETING)
     own = find(m.conditions, DELETING) if m.has_v1beta2_conditions else None
     if own is not None and own.status is Status.TRUE:
         return Condition(DELETING, Status.TRUE, own.reason or DELETING_REASON, own.message,
                          own.last_transition_time)
-    for source_type, stage in _DELETION_STAGES:
+    for source_type, stage in DELETION_STAGES:
         old = find(m.v1beta1_conditions, source_type)
         if old is not None and old.status is Status.FALSE:
             return Condition(DELETING, Status.TRUE, stage, old.message)
@@ -189,7 +189,7 @@ def worker_up_to_date(m: Machine, view: GroupView) -> Condition | None:
             diffs.append(f"* {wanted.kind.removesuffix('Template')} is not up-to-date")
     if diffs:
         return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE, "\n".join(diffs))
-    return Condition(UP_TO_DATE, Status.TRUE, UP_TO_DATE_REASON)
+    return plain(UP_TO_DATE, Status.TRUE, UP_TO_DATE_REASON)
 
 
 def control_plane_up_to_date(m: Machine, view: GroupView) -> Condition | None:
@@ -201,6 +201,6 @@ def control_plane_up_to_date(m: Machine, view: GroupView) -> Condition | None:
     if kcp is None or not kcp.version or not m.version:
         return None
     if m.version == kcp.version:
-        return Condition(UP_TO_DATE, Status.TRUE, UP_TO_DATE_REASON)
+        return plain(UP_TO_DATE, Status.TRUE, UP_TO_DATE_REASON)
     message = f"* Version {m.version}, {kcp.version} required"
     return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE, message)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from exporter.engine.conditions import Member, Reasons, aggregate, names_message
+from exporter.engine.conditions import Member, Reasons, aggregate, names_message, plain
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Condition, Machine, Status
 
@@ -84,7 +84,7 @@ def machines_condition(
     ``lookup`` replaces the view's effective condition (a control plane judging its own Machines).
     """
     if not machines:
-        return Condition(target_type, Status.TRUE, NO_REPLICAS)
+        return plain(target_type, Status.TRUE, NO_REPLICAS)
     return aggregate(target_type, members(view, machines, source_type, lookup), source_type=source_type,
                      reasons=reasons)
 
@@ -128,7 +128,7 @@ def rolling_out(up_to_date: Sequence[Condition | None]) -> Condition:
     """``RollingOut`` from the UpToDate conditions of an owner's Machines (None: not reported)."""
     stale = [c for c in up_to_date if c is not None and c.status is Status.FALSE]
     if not stale:
-        return Condition(ROLLING_OUT, Status.FALSE, NOT_ROLLING_OUT)
+        return plain(ROLLING_OUT, Status.FALSE, NOT_ROLLING_OUT)
     reasons = {line for c in stale if c.message for line in c.message.split("\n")}
     # A version change is the reason users care about first.
     ordered = sorted(reasons, key=lambda line: (not line.startswith("* Version"), line))

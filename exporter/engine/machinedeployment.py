@@ -13,7 +13,7 @@ from typing import Final
 
 from exporter.engine import machine_rollup as rollup
 from exporter.engine import machineset
-from exporter.engine.conditions import paused_condition
+from exporter.engine.conditions import paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, MachineDeployment, MachineSet, Status
 from exporter.engine.rollout_math import DEFAULT_MAX_UNAVAILABLE, ROLLING_UPDATE, display, max_unavailable
@@ -82,7 +82,7 @@ def available(md: MachineDeployment, available_replicas: int | None) -> Conditio
                                   md.replicas)
     required = md.replicas - unavailable
     if available_replicas >= required:
-        return Condition(AVAILABLE, Status.TRUE, AVAILABLE_REASON)
+        return plain(AVAILABLE, Status.TRUE, AVAILABLE_REASON)
     if md.meta.deleting:
         return Condition(AVAILABLE, Status.FALSE, NOT_AVAILABLE, "Deletion in progress")
     message = f"{available_replicas} available replicas, at least {required} required"

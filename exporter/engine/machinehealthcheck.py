@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from exporter.engine.conditions import find, mirror, not_yet_reported
+from exporter.engine.conditions import find, mirror, not_yet_reported, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, Finding, MachineHealthCheck, Status
 from exporter.engine.rollout_math import max_unhealthy, parse_range
@@ -47,7 +47,7 @@ def remediation_allowed(mhc: MachineHealthCheck) -> Condition:
     blocked = blocked_message(mhc)
     if blocked:
         return Condition(REMEDIATION_ALLOWED, Status.FALSE, TOO_MANY_UNHEALTHY, blocked)
-    return Condition(REMEDIATION_ALLOWED, Status.TRUE, REMEDIATION_ALLOWED_REASON)
+    return plain(REMEDIATION_ALLOWED, Status.TRUE, REMEDIATION_ALLOWED_REASON)
 
 
 def unhealthy_count(mhc: MachineHealthCheck) -> int | None:

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from exporter.engine import machine_rollup as rollup
 from exporter.engine import machinepool_contract as contract
 from exporter.engine import machineset
-from exporter.engine.conditions import paused_condition
+from exporter.engine.conditions import paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, InfraMachinePool, Machine, MachinePool, Status
 
@@ -109,7 +109,7 @@ def available(mp: MachinePool, available_replicas: int | None) -> Condition:
         # Infrastructure not provisioned yet: no instance exists, which is a known zero.
         available_replicas = 0
     if available_replicas >= mp.replicas:
-        return Condition(AVAILABLE, Status.TRUE, AVAILABLE)
+        return plain(AVAILABLE, Status.TRUE, AVAILABLE)
     if mp.meta.deleting:
         return Condition(AVAILABLE, Status.FALSE, NOT_AVAILABLE, "Deletion in progress")
     return Condition(AVAILABLE, Status.FALSE, NOT_AVAILABLE,
@@ -148,7 +148,7 @@ def deleting(
     mp: MachinePool, view: GroupView, machines: Sequence[Machine], infra: InfraMachinePool | None, now: float
 ) -> Condition:
     if not mp.meta.deleting:
-        return Condition(DELETING, Status.FALSE, NOT_DELETING)
+        return plain(DELETING, Status.FALSE, NOT_DELETING)
     if machines:
         message = f"Deleting {len(machines)} Machine{'s' if len(machines) > 1 else ''}"
         stale = rollup.stale_deletion_message(view, machines, now)

@@ -27,7 +27,7 @@ Finding codes (bounded, they become metric labels):
 
 from __future__ import annotations
 
-from exporter.engine.conditions import find
+from exporter.engine.conditions import find, plain
 from exporter.engine.model import Condition, Finding, InfraMachinePool, MachinePool, Status
 
 INFRA_MACHINE_POOL_NOT_FOUND = "InfraMachinePoolNotFound"
@@ -166,6 +166,6 @@ def infrastructure_ready(mp: MachinePool, infra: InfraMachinePool | None) -> Con
     else:
         is_provisioned = mp.infrastructure_provisioned is True
     if is_provisioned:
-        return Condition(INFRASTRUCTURE_READY, Status.TRUE, READY)
+        return plain(INFRASTRUCTURE_READY, Status.TRUE, READY)
     return Condition(INFRASTRUCTURE_READY, Status.FALSE, NOT_READY,
                      f"{ref.kind} status.initialization.provisioned is false")

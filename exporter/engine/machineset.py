@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from exporter.engine import machine_rollup as rollup
-from exporter.engine.conditions import paused_condition
+from exporter.engine.conditions import paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, Machine, MachineSet, Status
 
@@ -74,7 +74,7 @@ def scaling_up(spec_replicas: int | None, current: int, deleting_: bool) -> Cond
     if current < desired:
         message = f"Scaling up from {current} to {desired} replicas"
         return Condition(SCALING_UP, Status.TRUE, SCALING_UP, message)
-    return Condition(SCALING_UP, Status.FALSE, NOT_SCALING_UP)
+    return plain(SCALING_UP, Status.FALSE, NOT_SCALING_UP)
 
 
 def scaling_down(spec_replicas: int | None, current: int, deleting_: bool, view: GroupView,
@@ -84,7 +84,7 @@ def scaling_down(spec_replicas: int | None, current: int, deleting_: bool, view:
         return _replicas_unset(SCALING_DOWN)
     desired = 0 if deleting_ else spec_replicas
     if current <= desired:
-        return Condition(SCALING_DOWN, Status.FALSE, NOT_SCALING_DOWN)
+        return plain(SCALING_DOWN, Status.FALSE, NOT_SCALING_DOWN)
     message = f"Scaling down from {current} to {desired} replicas"
     stale = rollup.stale_deletion_message(view, machines, now)
     if stale:
@@ -110,7 +110,7 @@ def deleting(deleting_: bool, view: GroupView, machines: Sequence[Machine], now:
              remaining_sets: int = 0) -> Condition:
     """Deleting: what the deletion still waits for (Machines, then MachineSets), or completed."""
     if not deleting_:
-        return Condition(DELETING, Status.FALSE, NOT_DELETING)
+        return plain(DELETING, Status.FALSE, NOT_DELETING)
     if machines:
         noun = "Machine" if len(machines) == 1 else "Machines"
         message = f"Deleting {len(machines)} {noun}"

@@ -37,6 +37,7 @@ from exporter.engine.parse_fields import (
     shared_map,
     string_map,
 )
+from exporter.engine.rule_inputs import MACHINE_V1BETA1_READ
 
 CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
@@ -56,15 +57,21 @@ def layout_of(meta: Meta, raw: Mapping[str, Any], f: Fields) -> str:
     return "v1beta1+v1beta2" if f.mapping(raw, "status.v1beta2") is not None else "v1beta1"
 
 
-def _common(raw: Mapping[str, Any], meta: Meta, f: Fields, layout: str | None = None) -> dict[str, Any]:
-    """Keyword arguments of ``Base`` for a CAPI object: conditions of both generations, pausing, owner."""
+def _common(
+    raw: Mapping[str, Any], meta: Meta, f: Fields, layout: str | None = None,
+    v1beta1_read: frozenset[str] | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments of ``Base`` for a CAPI object: conditions of both generations, pausing, owner.
+
+    ``v1beta1_read``: where the object also has v1beta2 conditions, the only v1beta1 types kept.
+    """
     layout = layout or layout_of(meta, raw, f)
     if layout == "v1beta2":
         conditions = f.conditions(raw, "status.conditions")
-        old = f.conditions(raw, "status.deprecated.v1beta1.conditions")
+        old = f.conditions(raw, "status.deprecated.v1beta1.conditions", v1beta1_read)
     elif layout == "v1beta1+v1beta2":
         conditions = f.conditions(raw, "status.v1beta2.conditions")
-        old = f.conditions(raw, "status.conditions")
+        old = f.conditions(raw, "status.conditions", v1beta1_read)
     else:
         conditions, old = (), f.conditions(raw, "status.conditions")
     cluster_name = meta.labels.get(CLUSTER_NAME_LABEL, "") or f.word_(raw, "spec.clusterName")
@@ -186,7 +193,7 @@ _new_machine = frozen_builder(Machine)  # every watch event of a Machine builds 
 
 
 def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
-    common = _common(raw, meta, f)
+    common = _common(raw, meta, f, v1beta1_read=MACHINE_V1BETA1_READ)
     layout = common["layout"]
     labels = meta.labels
     # Only the nodeInfo keys capi_machine_info exports (bootID, machineID, systemUUID are unique

@@ -321,8 +321,13 @@ class Fields:
 
     # ---- composite API types ---------------------------------------------------------------
 
-    def conditions(self, obj: object, path: str) -> tuple[Condition, ...]:
-        """A list of conditions (metav1 or CAPI v1beta1); the first of each type wins."""
+    def conditions(
+        self, obj: object, path: str, only: frozenset[str] | None = None
+    ) -> tuple[Condition, ...]:
+        """A list of conditions (metav1 or CAPI v1beta1); the first of each type wins.
+
+        ``only``: the types to keep (None: all); the others are neither read nor checked.
+        """
         items = self.list_(obj, path)
         if not items:
             return ()
@@ -346,7 +351,7 @@ class Fields:
             if (type(type_) is not str and not isinstance(type_, str)) or not type_:
                 self.problem(f"{path}[].type", "string", type_)
                 continue
-            if type_ in seen:
+            if type_ in seen or (only is not None and type_ not in only):
                 continue
             seen.add(type_)
             status = item.get("status")

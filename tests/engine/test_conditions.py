@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from exporter.engine import conditions as conditions_module
 from exporter.engine.conditions import (
     Member,
     Priority,
@@ -15,6 +16,7 @@ from exporter.engine.conditions import (
     names_message,
     not_yet_reported,
     paused_condition,
+    plain,
     priority,
     summary,
 )
@@ -48,6 +50,24 @@ def test_mirror_copies_status_reason_message_and_time_under_new_type() -> None:
     src = Condition("Ready", F, "NotReady", "infra not ready", last_transition_time=100.0)
     got = mirror(src, "InfrastructureReady")
     assert got == Condition("InfrastructureReady", F, "NotReady", "infra not ready", 100.0)
+
+
+def test_mirror_under_the_same_type_is_the_source_unless_it_carries_a_severity() -> None:
+    src = Condition("Ready", F, "NotReady", "m", last_transition_time=100.0, observed_generation=4)
+    assert mirror(src, "Ready") is src
+    old = Condition("Ready", F, "NotReady", "m", last_transition_time=100.0, severity="Warning")
+    assert mirror(old, "Ready") == Condition("Ready", F, "NotReady", "m", 100.0)
+
+
+def test_plain_conditions_are_shared_and_the_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    a = plain("Deleting", F, "NotDeleting")
+    assert a == Condition("Deleting", F, "NotDeleting") and plain("Deleting", F, "NotDeleting") is a
+    assert plain("Deleting", T, "NotDeleting") is not a
+    monkeypatch.setattr(conditions_module, "_PLAIN", {})
+    monkeypatch.setattr(conditions_module, "MAX_PLAIN", 2)
+    for i in range(5):
+        assert plain(f"Gate{i}", T, "R") == Condition(f"Gate{i}", T, "R")
+    assert len(conditions_module._PLAIN) == 2
 
 
 def test_mirror_uses_fallback_then_not_yet_reported() -> None:

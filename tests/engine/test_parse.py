@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from exporter.engine.model import (
 )
 from exporter.engine.parse import project, project_unguarded
 from exporter.engine.parse_fields import MAX_STRING, parse_duration, parse_time
+from exporter.engine.rule_inputs import MACHINE_V1BETA1_READ
 
 T0 = "2024-05-01T10:00:00Z"
 T0_EPOCH = 1714557600.0
@@ -87,8 +89,11 @@ def test_conditions_come_from_the_layout(kind: str, group: str, cls: type, layou
     assert isinstance(p, cls)
     assert p.layout == layout
     assert p.problems == ()
-    assert p.v1beta1_conditions[0].severity == "Warning"
-    assert p.v1beta1_conditions[0].status is Status.FALSE
+    if kind == "Machine" and layout != "v1beta1":
+        assert p.v1beta1_conditions == ()  # a Ready the rules never read: see the test below
+    else:
+        assert p.v1beta1_conditions[0].severity == "Warning"
+        assert p.v1beta1_conditions[0].status is Status.FALSE
     if layout == "v1beta1":
         assert p.conditions == ()
         assert not p.has_v1beta2_conditions
@@ -97,6 +102,28 @@ def test_conditions_come_from_the_layout(kind: str, group: str, cls: type, layou
         assert (ready.type, ready.status, ready.last_transition_time, ready.observed_generation) == (
             "Ready", Status.TRUE, T0_EPOCH, 3)
 
+
+
+@pytest.mark.parametrize("status", [v2_status, mixed_status], ids=["v1beta2", "v1beta1+v1beta2"])
+def test_machine_keeps_only_the_v1beta1_conditions_rules_read(status: Callable[..., dict[str, Any]]) -> None:
+    # A Machine with v1beta2 conditions keeps of its v1beta1 ones only the deletion stages, in order.
+    stages = [{"type": t, "status": "False", "reason": "Waiting", "severity": "Info"}
+              for t in ("DrainingSucceeded", "VolumeDetachSucceeded")]
+    v1 = [V1_COND, stages[0], {"type": "NodeHealthy", "status": "True"}, stages[1]]
+    st = status()
+    if "deprecated" in st:
+        st["deprecated"]["v1beta1"]["conditions"] = v1
+    else:
+        st["conditions"] = v1
+    p = project(raw("Machine", "v1beta2" if "deprecated" in st else "v1beta1", st))
+    assert isinstance(p, Machine)
+    assert [c.type for c in p.v1beta1_conditions] == ["DrainingSucceeded", "VolumeDetachSucceeded"]
+    assert {c.type for c in p.v1beta1_conditions} <= MACHINE_V1BETA1_READ
+    # A v1beta1 Machine has no others: all of them are kept.
+    old = project(raw("Machine", "v1beta1", v1_status(conditions=v1)))
+    assert isinstance(old, Machine)
+    assert [c.type for c in old.v1beta1_conditions] == ["Ready", "DrainingSucceeded", "NodeHealthy",
+                                                         "VolumeDetachSucceeded"]
 
 # ---- counters by meaning ----------------------------------------------------------------------
 
