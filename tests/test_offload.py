@@ -114,6 +114,27 @@ async def test_a_caller_cancelled_mid_batch_leaves_the_pipe_in_step(
     assert builder.worker_failures == 0
 
 
+async def test_batches_are_bounded_by_what_they_carry_as_well_as_by_the_text_they_make(
+        builder: MemberBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Buckets never built carry their whole text; changed ones their member and a few lines.
+    fresh = Renderer(bucket_bytes=2048)
+    fleet(fresh, 300)
+    changed = changed_renderer(n=300, every=50)
+    for renderer in (fresh, changed):
+        pieces = renderer.snapshot().unbuilt()
+        text, carried = sum(p.size for p in pieces), sum(p.carried for p in pieces)
+        monkeypatch.setattr(offload, "BATCH_BYTES", text // 2 + 1)
+        monkeypatch.setattr(offload, "CARRIED_BYTES", text // 3 + 1)
+        batches: list[int] = []
+        snap = renderer.snapshot()
+        await builder.build(snap.unbuilt(), after_batch=lambda batch, out=batches: out.append(len(batch)))
+        assert gzip.decompress(b"".join(snap.parts(gzip=True))) == b"".join(snap.texts())
+        if renderer is fresh:
+            assert carried >= text and len(batches) >= 3  # split by what they carry
+        else:
+            assert carried < text // 3 and len(batches) == 2  # split by the text they make
+
+
 def test_the_worker_loop_answers_a_bad_batch_with_its_error_and_goes_on() -> None:
     # ids 1 and 2 with 3 bytes of lines each; id 3 joins between them, id 1 leaves
     good = [(members.gzip_member(b"abcdef"), array("Q", [1, 2]), array("I", [3, 3]), {3: b"XYZ", 1: None})]

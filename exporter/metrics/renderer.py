@@ -208,7 +208,7 @@ class Piece:
     ``member``.
     """
 
-    __slots__ = ("base", "bucket", "built", "family", "pending", "size")
+    __slots__ = ("base", "bucket", "built", "carried", "family", "pending", "size")
 
     def __init__(self, bucket: _Bucket) -> None:
         self.family = bucket.family
@@ -216,6 +216,7 @@ class Piece:
         self.base = bucket.base
         self.pending = bucket.pending
         self.size = bucket.size
+        self.carried = len(bucket.base.gz) + bucket.pending_bytes
         self.built: _Base | None = None
 
     def job(self) -> members.Job:
