@@ -278,7 +278,7 @@ def kube_resources(source_stats: object) -> list[ResourceStats]:
 def serve(config: Config) -> int:
     setup_logging(config.log_level, config.log_format)
     libc = allocator.glibc()
-    allocator.limit_arenas(libc)  # before any thread exists
+    allocator.configure_malloc(libc)  # before any thread exists
     try:
         return asyncio.run(_serve(config, libc))
     except ConfigError as exc:

@@ -1,4 +1,4 @@
-"""The glibc allocator settings: arenas capped before threads, free pages trimmed on a timer."""
+"""glibc allocator settings: arenas and thresholds set before threads start, free pages trimmed on a timer."""
 
 from __future__ import annotations
 
@@ -23,14 +23,15 @@ class FakeLibc:
         return 1
 
 
-def test_arenas_are_capped_through_mallopt() -> None:
+def test_arenas_are_capped_and_thresholds_fixed_through_mallopt() -> None:
     libc = FakeLibc()
-    assert allocator.limit_arenas(libc, 2)
-    assert libc.calls == [("mallopt", -8, 2)]  # M_ARENA_MAX
+    assert allocator.configure_malloc(libc, 2)
+    # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, M_ARENA_MAX
+    assert libc.calls == [("mallopt", -3, 128 << 10), ("mallopt", -1, 1 << 20), ("mallopt", -8, 2)]
 
 
 def test_without_glibc_nothing_is_done() -> None:
-    assert not allocator.limit_arenas(None)
+    assert not allocator.configure_malloc(None)
     asyncio.run(asyncio.wait_for(allocator.trim_periodically(None, 0.001), 1))  # returns at once
 
 
@@ -51,4 +52,22 @@ def test_the_real_glibc_takes_both_calls() -> None:
     libc = allocator.glibc()
     assert libc is not None
     assert libc.malloc_trim(0) in (0, 1)
-    assert allocator.limit_arenas(libc, 8)  # this test process: the glibc default for 1 core
+    assert allocator.configure_malloc(libc, 8)  # this test process: the glibc default for 1 core
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc only")
+def test_large_blocks_go_back_to_the_system_when_freed() -> None:
+    # Whatever this process freed before (which raises glibc's own thresholds), 64 MiB of
+    # 256 KiB buffers leave nothing resident once freed, with no trim.
+    libc = allocator.glibc()
+    assert allocator.configure_malloc(libc, 8)
+    before = _rss_mib()
+    blocks = [b"x" * (256 << 10) for _ in range(256)]
+    held = _rss_mib()
+    del blocks
+    assert held - before > 48 and _rss_mib() - before < 8
