@@ -43,7 +43,7 @@ log = logging.getLogger("exporter.offload")
 # batches under churn took it from ~16 to ~24-26 MiB resident, 4 MB ones to ~21 MiB.
 BATCH_BYTES = 4 << 20
 # Bytes a batch carries to the worker (base members and pending lines). Under churn a bucket's
-# job is its ~4 KB member and a few changed lines, and a batch of 8 MB of text carries ~1 MB; the
+# job is its ~4 KB member and a few changed lines, and a batch of 4 MB of text carries ~0.5 MB; the
 # buckets filled at start-up have no member yet and carry their whole text. 8 MB of those took
 # the worker from ~16 to ~35 MiB resident, the highest it ever was in the benchmark at fleet size.
 CARRIED_BYTES = 2 << 20

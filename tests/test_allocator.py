@@ -63,11 +63,12 @@ def _rss_mib() -> float:
 @pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc only")
 def test_large_blocks_go_back_to_the_system_when_freed() -> None:
     # Whatever this process freed before (which raises glibc's own thresholds), 64 MiB of
-    # 256 KiB buffers leave nothing resident once freed, with no trim.
+    # 256 KiB buffers go back once freed, with no trim (less some noise from the rest of the
+    # test process: without the fixed thresholds all 64 MiB stay).
     libc = allocator.glibc()
     assert allocator.configure_malloc(libc, 8)
     before = _rss_mib()
     blocks = [b"x" * (256 << 10) for _ in range(256)]
     held = _rss_mib()
     del blocks
-    assert held - before > 48 and _rss_mib() - before < 8
+    assert held - before > 48 and held - _rss_mib() > 40

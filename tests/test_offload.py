@@ -209,3 +209,18 @@ async def test_a_failing_compaction_is_logged_once_and_retried(
     assert not task.done(), "the task goes on after a failure"
     task.cancel()
     assert sum("compressing pending lines failed" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_installed_pieces_let_go_of_their_old_member_and_pending_lines() -> None:
+    # A scrape holds its pieces until its last byte: once installed, only the new member is kept.
+    renderer = changed_renderer()
+    snap = renderer.snapshot()
+    pieces = snap.unbuilt()
+    assert pieces
+    for p in pieces:
+        p.done(members.rebuild(p.job()))
+    renderer.install(pieces)
+    assert all(p.base is p.built and not p.pending for p in pieces)
+    assert snap.unbuilt() == []
+    body = b"".join(snap.texts())
+    assert gzip.decompress(b"".join(snap.parts(gzip=True))) == body == renderer.render_body()

@@ -228,15 +228,27 @@ class Piece:
         self.built = _Base(*built)
 
     def text(self) -> bytes:
+        if self.built is not None:
+            return members.decompress(self.built.gz)
         return members.current_text(self.job())
 
     def member(self) -> bytes:
+        if self.built is not None:
+            return self.built.gz
         if not self.pending:
             return self.base.gz
-        if self.built is None:
-            self.done(members.rebuild(self.job()))
+        self.done(members.rebuild(self.job()))
         assert self.built is not None
         return self.built.gz
+
+    def release(self) -> None:
+        """Let go of the old base and pending lines once built: only the built member is served.
+
+        A gzip scrape under churn holds thousands of pieces until its last byte is written; their
+        old members and pending lines, megabytes, are garbage once the new members are installed.
+        """
+        if self.built is not None:
+            self.base, self.pending = self.built, {}
 
 
 class Snapshot:
@@ -430,6 +442,7 @@ class Renderer:
             touched.add(p.family)
             b = p.bucket
             if p.built is None or b.base is not p.base:
+                p.release()
                 continue
             b.base = p.built
             if b.pending is p.pending:
@@ -437,6 +450,7 @@ class Renderer:
             else:
                 self._set_pending(b, {k: v for k, v in b.pending.items()
                                       if k not in p.pending or p.pending[k] is not v})
+            p.release()
         for i in touched:
             fam = self._families[i]
             # Under churn most families keep some dirty bucket: only a family with none can be
