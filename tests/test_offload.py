@@ -213,7 +213,11 @@ async def test_a_failing_compaction_is_logged_once_and_retried(
 
 def test_installed_pieces_let_go_of_their_old_member_and_pending_lines() -> None:
     # A scrape holds its pieces until its last byte: once installed, only the new member is kept.
-    renderer = changed_renderer()
+    renderer = Renderer(bucket_bytes=2048)
+    objs = fleet(renderer, 300)
+    renderer.render_gzip()
+    renderer.update_group(GROUP, [(replace(m, version="v1.31.0"), result(m, phase="Running"))
+                                  for m in objs[::7]])
     snap = renderer.snapshot()
     pieces = snap.unbuilt()
     assert pieces
@@ -224,3 +228,11 @@ def test_installed_pieces_let_go_of_their_old_member_and_pending_lines() -> None
     assert snap.unbuilt() == []
     body = b"".join(snap.texts())
     assert gzip.decompress(b"".join(snap.parts(gzip=True))) == body == renderer.render_body()
+    # A change made after the install stays pending, untouched, through the scrape's final commit
+    # (which skips what was installed already).
+    renderer.update_group(GROUP, [(replace(objs[0], version="v1.32.9"), result(objs[0], phase="Running"))])
+    dirty = [(b, b.pending) for fam in renderer._families for b in fam.buckets if b.pending]
+    assert dirty
+    renderer.commit(snap)
+    assert all(b.pending is pending for b, pending in dirty)
+    assert b"v1.32.9" in renderer.render_body()

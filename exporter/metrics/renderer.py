@@ -208,7 +208,7 @@ class Piece:
     ``member``.
     """
 
-    __slots__ = ("base", "bucket", "built", "carried", "family", "pending", "size")
+    __slots__ = ("base", "bucket", "built", "carried", "family", "pending", "released", "size")
 
     def __init__(self, bucket: _Bucket) -> None:
         self.family = bucket.family
@@ -217,6 +217,7 @@ class Piece:
         self.pending = bucket.pending
         self.size = bucket.size
         self.carried = len(bucket.base.gz) + bucket.pending_bytes
+        self.released = False  # installed (or found superseded) and let go of: see ``release``
         self.built: _Base | None = None
 
     def job(self) -> members.Job:
@@ -248,7 +249,7 @@ class Piece:
         old members and pending lines, megabytes, are garbage once the new members are installed.
         """
         if self.built is not None:
-            self.base, self.pending = self.built, {}
+            self.base, self.pending, self.released = self.built, {}, True
 
 
 class Snapshot:
@@ -440,16 +441,16 @@ class Renderer:
         touched: set[int] = set()
         for p in pieces:
             touched.add(p.family)
-            b = p.bucket
-            if p.built is None or b.base is not p.base:
-                p.release()
+            if p.released:  # installed by an earlier call (a gzip scrape's batches, then its commit)
                 continue
-            b.base = p.built
-            if b.pending is p.pending:
-                self._set_pending(b, {})
-            else:
-                self._set_pending(b, {k: v for k, v in b.pending.items()
-                                      if k not in p.pending or p.pending[k] is not v})
+            b = p.bucket
+            if p.built is not None and b.base is p.base:
+                b.base = p.built
+                if b.pending is p.pending:
+                    self._set_pending(b, {})
+                else:
+                    self._set_pending(b, {k: v for k, v in b.pending.items()
+                                          if k not in p.pending or p.pending[k] is not v})
             p.release()
         for i in touched:
             fam = self._families[i]
