@@ -208,7 +208,7 @@ class Piece:
     ``member``.
     """
 
-    __slots__ = ("base", "bucket", "built", "carried", "family", "pending", "released", "size")
+    __slots__ = ("base", "bucket", "built", "carried", "family", "pending", "size")
 
     def __init__(self, bucket: _Bucket) -> None:
         self.family = bucket.family
@@ -217,7 +217,6 @@ class Piece:
         self.pending = bucket.pending
         self.size = bucket.size
         self.carried = len(bucket.base.gz) + bucket.pending_bytes
-        self.released = False  # installed (or found superseded) and let go of: see ``release``
         self.built: _Base | None = None
 
     def job(self) -> members.Job:
@@ -249,7 +248,7 @@ class Piece:
         old members and pending lines, megabytes, are garbage once the new members are installed.
         """
         if self.built is not None:
-            self.base, self.pending, self.released = self.built, {}, True
+            self.base, self.pending = self.built, {}
 
 
 class Snapshot:
@@ -441,7 +440,7 @@ class Renderer:
         touched: set[int] = set()
         for p in pieces:
             touched.add(p.family)
-            if p.released:  # installed by an earlier call (a gzip scrape's batches, then its commit)
+            if p.built is not None and p.base is p.built:  # released: installed by an earlier call
                 continue
             b = p.bucket
             if p.built is not None and b.base is p.base:
