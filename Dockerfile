@@ -20,11 +20,18 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 
+# mypyc compiles the engine and the metrics to C extensions (setup.py): the compiler is needed
+# in this stage only, and none of it reaches the image, so its versions are the release's.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY exporter/ exporter/
 
-# Wheels for the project and every runtime dependency, resolved from pyproject.toml.
+# Wheels for the project (compiled) and every runtime dependency, resolved from pyproject.toml.
 RUN pip wheel --wheel-dir /wheels .
 
 # The venv has no pip of its own; the build stage's pip installs into it, offline, from /wheels.

@@ -1,14 +1,18 @@
 # Everyday commands. `make run` and `make test` work on a fresh Debian machine (as root for the
-# system packages the tests use: promtool/Prometheus and Go with sprig to render the Helm chart).
+# system packages: a C compiler for the compiled build, and for the tests promtool/Prometheus and
+# Go with sprig to render the Helm chart).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := prometheus golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
+PURE := FLEET_STATUS_EXPORTER_PURE_PYTHON=1
+# The modules setup.py compiles with mypyc: a change to one of them means building again.
+COMPILED_SOURCES := $(wildcard exporter/engine/*.py exporter/metrics/*.py)
 
-.PHONY: run test lint pytest deps system-deps docs sync-chart-files bench clean
+.PHONY: run test lint pytest build deps system-deps build-deps docs sync-chart-files bench clean
 
-run: $(BIN)/fleet-status-exporter
+run: build
 	$(BIN)/fleet-status-exporter serve --from-files examples/
 
 test: deps system-deps lint pytest
@@ -17,20 +21,43 @@ lint: deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-pytest: deps
+# The suite runs against the compiled build (what ships), then against the Python sources.
+pytest: deps build
 	$(BIN)/python -m pytest
+	$(PURE) $(BIN)/python -m pytest
 
-deps: $(VENV)/.deps-installed
+# The package installed in place, its engine and metrics compiled next to their sources (~1 min).
+build: $(VENV)/.built
 
-$(BIN)/fleet-status-exporter: pyproject.toml
+$(VENV)/.built: pyproject.toml setup.py $(COMPILED_SOURCES) | build-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e .
+	touch $@
 
-$(VENV)/.deps-installed: pyproject.toml
+# The dependencies and the test and lint tools; the package itself as sources (`build` compiles).
+deps: $(VENV)/.deps-installed
+
+$(VENV)/.deps-installed: pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,lint]'
+	$(PURE) $(BIN)/pip install --quiet -e '.[test,lint]'
 	touch $@
+
+# mypyc needs a C compiler and the interpreter's headers; as root they are installed from Debian.
+build-deps:
+	@if [ "$$FLEET_STATUS_EXPORTER_PURE_PYTHON" = 1 ]; then exit 0; fi; \
+	missing=""; \
+	command -v gcc >/dev/null || missing="$$missing gcc"; \
+	$(PYTHON) -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+		|| missing="$$missing python3-dev"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "missing to compile the engine:$$missing (install them, or run the Python sources: $(PURE) make ...)" >&2; \
+			exit 1; \
+		fi; \
+		echo "installing system packages ($$missing )"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	fi
 
 system-deps:
 	@missing=""; \
@@ -47,7 +74,7 @@ docs: deps
 	$(BIN)/python -m exporter.metrics.docs > docs/metrics.md
 
 # Scale benchmark at the full target fleet (minutes; prints a table, see docs/performance.md).
-bench: deps
+bench: deps build
 	$(BIN)/python -m tests.benchmark --scale 100 --quick
 
 # The chart embeds alerts/ and dashboards/ unchanged; a test fails when its copies drift.
@@ -56,3 +83,5 @@ sync-chart-files:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	find exporter -name '*.so' -delete
+	rm -f ./*__mypyc*.so

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from aiohttp import web
 
-from exporter import __version__, allocator, webconfig
+from exporter import __version__, allocator, implementation, webconfig
 from exporter.batching import DEBOUNCE_SECONDS, Batcher
 from exporter.compaction import keep_compressed
 from exporter.config import Config, ConfigError
@@ -296,7 +296,8 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     renderer = Renderer()
     stats = ExporterStats(shard=config.shard, total_shards=config.total_shards)
     pipeline = Pipeline(store, sink, renderer, stats, keep)
-    log.info("starting", extra={"version": __version__, "source": "files" if config.from_files else "kube",
+    log.info("starting", extra={"version": __version__, "implementation": implementation(),
+                                "source": "files" if config.from_files else "kube",
                                 "shard": config.shard, "total_shards": config.total_shards})
 
     tasks: list[asyncio.Task[None]] = []

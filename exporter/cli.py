@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from exporter import __version__
+from exporter import __version__, implementation
 from exporter.config import DEFAULT_LISTEN, OUTPUTS, Config, ConfigError, build
 from exporter.logging_setup import FORMATS, LEVELS
 
@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
         prog="fleet-status-exporter",
         description="Cluster API and Open Cluster Management status as Prometheus metrics.",
     )
-    root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    root.add_argument("--version", action="version", version=f"%(prog)s {__version__} ({implementation()})")
     sub = root.add_subparsers(dest="command", metavar="{serve,evaluate}")
 
     serve = sub.add_parser("serve", help="watch objects and serve /metrics (the default command)")

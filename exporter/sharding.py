@@ -34,7 +34,7 @@ def shard_of(group_key: Sequence[str], total_shards: int) -> int:
     return fnv1a_64("\x00".join(group_key).encode()) % total_shards
 
 
-def keep_shard(shard: int, total_shards: int) -> Callable[[tuple[str, str, str]], bool]:
+def keep_shard(shard: int, total_shards: int) -> Callable[[tuple[str, ...]], bool]:
     """The store's filter: True for the groups this shard evaluates and serves."""
     if total_shards <= 1:
         return lambda _key: True

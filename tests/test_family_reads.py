@@ -107,6 +107,7 @@ def check_blind(
     return checked
 
 
+@pytest.mark.pure_python
 def test_families_reading_conditions_read_nothing_else() -> None:
     def blind(obj: Any, result: Any, effective: tuple[Effective, ...], fam: FamilySpec) -> Subject[Any]:
         return Subject(Tripwire("object"), Tripwire("result"),  # type: ignore[arg-type]
@@ -115,6 +116,7 @@ def test_families_reading_conditions_read_nothing_else() -> None:
     assert check_blind(lambda f: f.reads == "conditions", blind, lambda f: "reads='conditions'") > 100
 
 
+@pytest.mark.pure_python
 @pytest.mark.parametrize("side", ["object", "result"])
 def test_families_read_only_their_side(side: str) -> None:
     def blind(obj: Any, result: Any, effective: tuple[Effective, ...], fam: FamilySpec) -> Subject[Any]:
@@ -170,6 +172,7 @@ class FieldsOnly:
         raise AssertionError(f"reads {self._what}.{name}")
 
 
+@pytest.mark.pure_python
 def test_families_read_only_the_fields_they_declare() -> None:
     declared = [f for f in object_families() if f.fields]
     assert all(f.reads == "object" for f in declared), "fields are for families reading the object alone"

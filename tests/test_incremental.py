@@ -408,6 +408,7 @@ def test_the_harness_catches_a_rule_read_field_listed_as_export_only(
     assert any(run(examples, steps=250, seed=seed, store=wrong()) for seed in (1, 2))
 
 
+@pytest.mark.pure_python
 def test_the_harness_catches_reuse_that_ignores_the_clock(
     examples: list[Base], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -445,6 +446,7 @@ def test_a_computed_condition_keeps_its_transition_time_while_its_status_holds()
     loop.close()
 
 
+@pytest.mark.pure_python
 def test_the_harness_catches_owner_reuse_that_misses_an_input(
     examples: list[Base], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -480,6 +482,7 @@ def test_an_owner_is_evaluated_again_while_the_clock_matters_to_it() -> None:
     assert reused == fresh
 
 
+@pytest.mark.pure_python
 def test_reuse_that_ignores_the_clock_would_be_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     def ignoring_the_clock(obj: Base, view: Any) -> tuple[object, ...] | None:
         if not isinstance(obj, MachineSet):

@@ -7,6 +7,7 @@ import gzip
 import zlib
 from dataclasses import replace
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.engine.model import (
@@ -412,6 +413,7 @@ def spy_on_extraction(monkeypatch) -> list[str]:
     return extracted
 
 
+@pytest.mark.pure_python
 def test_an_owner_whose_computed_conditions_change_behind_reported_ones_keeps_its_condition_lines(
         monkeypatch):
     # An owner's Machines changed: its computed conditions and counters are new, its projection and
@@ -447,6 +449,7 @@ def test_an_owner_whose_computed_conditions_change_behind_reported_ones_keeps_it
                  status="True") == 1
 
 
+@pytest.mark.pure_python
 def test_a_change_of_one_field_renders_only_the_families_that_read_it(monkeypatch):
     m = machine()
     r = result(m, reported=[Condition("Ready", T, "Ready", last_transition_time=1.0)], phase="Running")

@@ -22,7 +22,7 @@ def machine(i: int, version: int) -> Machine:
         meta=Meta(kind="Machine", api_version="cluster.x-k8s.io/v1beta2", namespace="ns", name=f"m{i}",
                   uid=f"uid-{i}", creation_timestamp=1_700_000_000.0 + i),
         cluster_name=f"c{i % 5}", layout="v1beta2", version=f"v1.{version}.0", phase="Running",
-        node_name=f"node-{i}" if version % 3 else None,
+        node_name=f"node-{i}" if version % 3 else "",
     )
 
 

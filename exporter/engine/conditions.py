@@ -190,7 +190,7 @@ def _plural(kind: str) -> str:
     return kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
 
 
-_OTHER_TEXT = {
+_OTHER_TEXT: dict[int, str] = {
     Priority.ISSUE: "with other issues",
     Priority.UNKNOWN: "with status unknown",
     Priority.INFO: "with additional info",
@@ -232,11 +232,11 @@ def aggregate(
         return plain(target_type, merged_status(worst, target_negative), reasons.for_priority(worst))
     # Issues and unknowns are listed; info only when nothing else is to be said.
     shown_priorities = {Priority.INFO} if worst is Priority.INFO else {Priority.ISSUE, Priority.UNKNOWN}
-    groups: dict[tuple[Priority, str, str], list[Member]] = {}
+    groups: dict[tuple[int, str, str], list[Member]] = {}
     for m, c, p in rated:
         if p not in shown_priorities or (p == Priority.INFO and not c.message):
             continue
-        groups.setdefault((Priority(p), m.kind, c.message or c.reason), []).append(m)
+        groups.setdefault((p, m.kind, c.message or c.reason), []).append(m)
     ordered = sorted(
         groups.items(),
         key=lambda item: (
@@ -254,7 +254,7 @@ def aggregate(
             shown += f", ... ({len(names) - MAX_LISTED_NAMES} more)"
         label = kind if len(names) == 1 else _plural(kind)
         lines.append(f"* {label} {shown}:{indent_if_multiline(text)}")
-    left: dict[tuple[Priority, str], int] = {}
+    left: dict[tuple[int, str], int] = {}
     for (p, kind, _), group in ordered[MAX_AGGREGATE_BULLETS:]:
         left[(p, kind)] = left.get((p, kind), 0) + len(group)
     for (p, kind), count in sorted(left.items()):

@@ -26,7 +26,7 @@ from exporter.engine.model import (
     PlacementDecision,
 )
 
-GroupKey = tuple[str, str, str]
+GroupKey = tuple[str, ...]  # of variable length so that it stays one object (see model.ObjectKey)
 """("capi", ns, cluster) | ("mwrs", ns, name) | ("single", kind, "ns/name") | ("none", kind, "ns/name")."""
 
 _K = TypeVar("_K")

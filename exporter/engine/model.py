@@ -77,7 +77,10 @@ class Gate:
     negative: bool = False
 
 
-ObjectKey = tuple[str, str, str]
+# Of variable length for the compiler's sake: mypyc stores a fixed-length tuple unboxed and builds
+# a new tuple object at every read, and a key must stay one object (it is read for every index
+# entry and every lookup). Always three items.
+ObjectKey = tuple[str, ...]
 """(kind, namespace, name): the identity of an object in the store and in results."""
 
 

@@ -43,6 +43,11 @@ _STATUSES: Final = {"True": Status.TRUE, "False": Status.FALSE, "Unknown": Statu
 _T = TypeVar("_T")
 
 
+def compiled(cls: type[Any]) -> bool:
+    """Whether ``cls`` is a native class of the mypyc-compiled build (pure Python otherwise)."""
+    return "__mypyc_attrs__" in vars(cls)
+
+
 def frozen_builder(cls: type[_T]) -> Callable[..., _T]:
     """A constructor of the frozen slots dataclass ``cls``, same signature and same instances as
     ``cls(...)``, at about half the cost.
@@ -52,7 +57,12 @@ def frozen_builder(cls: type[_T]) -> Callable[..., _T]:
     built once per watch event, a Machine's with ~30 fields and ~15 Conditions, so it is worth it.
     Built from ``dataclasses.fields`` like ``__init__`` itself: defaults, default factories and
     ``__post_init__`` behave the same.
+
+    A class compiled by mypyc (see setup.py) is returned as it is: its ``__init__`` is already
+    native code, and its fields are not slot descriptors to call.
     """
+    if compiled(cls):
+        return cls
     namespace: dict[str, Any] = {"__b_new": object.__new__, "__b_cls": cls, "__b_FACTORY": _MISSING}
     # Names of the generated code start with __b_: a field of any other name cannot shadow them.
     params: list[str] = []

@@ -8,7 +8,7 @@ Owns no formatting (``exposition``), no caching (``renderer``) and no condition 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from exporter.engine.model import (
     Cluster,
@@ -34,8 +34,8 @@ from exporter.metrics.common import (
 from exporter.metrics.exposition import Sample
 from exporter.metrics.spec import FamilySpec, KindSpec, Subject, family
 
-FINDINGS = findings_family("capi_finding", "Cluster API", with_cluster=True)
-IDENTITY = ("name", "namespace", "uid", "cluster_name")
+FINDINGS: Final[FamilySpec] = findings_family("capi_finding", "Cluster API", with_cluster=True)
+IDENTITY: Final[tuple[str, ...]] = ("name", "namespace", "uid", "cluster_name")
 # Cluster and ClusterClass carry no cluster_name label in the kube-state-metrics configuration.
 IDENTITY_NO_CLUSTER = ("name", "namespace", "uid")
 

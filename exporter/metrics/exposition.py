@@ -22,7 +22,9 @@ Sample = tuple[tuple[str, ...], float]
 # would grow their table without bound, so each table is dropped when it fills up.
 _TAIL_TABLE_LIMIT: Final = 1024
 _MAX_TABLES: Final = 512
-_Tails = tuple[str, str, str]  # 'a="x",b="y"', the same closed with value 0, with value 1
+# 'a="x",b="y"', the same closed with value 0, with value 1; of variable length so that the
+# compiled build keeps one object per table entry (see engine.model.ObjectKey)
+_Tails = tuple[str, ...]
 _tables: dict[tuple[str, ...], dict[tuple[str, ...], _Tails]] = {}
 
 

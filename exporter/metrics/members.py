@@ -47,7 +47,8 @@ def gzip_member(data: bytes, level: int = GZIP_LEVEL) -> bytes:
     One ``compress`` call releases the GIL once for a bucket (a compressobj's compress and flush
     release it twice), and a worker thread waits to get it back while the loop is busy.
     """
-    return isal_zlib.compress(data, level, 31)
+    member: bytes = isal_zlib.compress(data, level, 31)
+    return member
 
 
 def decompress(member: bytes) -> bytes:

@@ -32,7 +32,7 @@ from exporter.metrics.exposition import Sample
 from exporter.metrics.spec import FamilySpec, KindSpec, Subject, family
 
 P_MWRS = "ocm_manifestworkreplicaset"
-IDENTITY = ("name", "namespace", "uid")
+IDENTITY: Final[tuple[str, ...]] = ("name", "namespace", "uid")
 CLUSTER_IDENTITY = ("name", "uid")  # ManagedClusters are cluster-scoped
 
 MWRS_PHASES: Final = ("Ready", "Progressing", "Failed", "Unknown")

@@ -59,7 +59,7 @@ from exporter.metrics.spec import (
     same_effective_conditions,
 )
 
-GroupKey = tuple[str, str, str]
+GroupKey = tuple[str, ...]  # (kind of group, a, b): see engine.grouping.GroupKey
 Fragments = tuple[tuple[int, bytes], ...]
 """(family index, lines) for every family an object has samples in."""
 
@@ -223,9 +223,10 @@ class Piece:
         """What rebuilding the bucket takes: its base member, order, lengths and pending lines."""
         return _job(self.base, self.pending)
 
-    def done(self, built: members.Built) -> None:
+    def done(self, built: members.Built) -> _Base:
         """Take the rebuilt bucket ``members.rebuild(job())`` gave: the piece's new base."""
         self.built = _Base(*built)
+        return self.built
 
     def text(self) -> bytes:
         if self.built is not None:
@@ -237,9 +238,7 @@ class Piece:
             return self.built.gz
         if not self.pending:
             return self.base.gz
-        self.done(members.rebuild(self.job()))
-        assert self.built is not None
-        return self.built.gz
+        return self.done(members.rebuild(self.job())).gz
 
     def release(self) -> None:
         """Let go of the old base and pending lines once built: only the built member is served.

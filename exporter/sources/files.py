@@ -91,7 +91,7 @@ def load(path: Path, previous: Mapping[str, list[Base]] | None = None) -> Loaded
     A file that cannot be read (half-written by an editor, a YAML error) keeps the objects it
     held at the last read that succeeded: a typo must not make a cluster vanish from the metrics.
     """
-    by_key: dict[tuple[str, str, str], Base] = {}
+    by_key: dict[tuple[str, ...], Base] = {}
     by_file: dict[str, list[Base]] = {}
     invalid: dict[str, int] = {}
     errors: list[str] = []

@@ -164,7 +164,7 @@ class ResourceLoop:
         # projection of the object reuses what is unchanged (``parse.project``). The same objects
         # the store holds, so no memory but the dict's.
         self._last: dict[tuple[str, str], Base | None] = {}
-        self._invalid: set[tuple[str, str, str]] = set()
+        self._invalid: set[tuple[str, ...]] = set()
         self._backoff = Backoff(settings, rand)
         self._seen = 0  # events and bookmarks received; tells a watch that closed at once, empty
         stats.scopes_synced.setdefault(self._scope, False)

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from exporter import implementation
 from tests.benchmark import report
 from tests.benchmark.harness import Options, Run
 
@@ -88,12 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare_scale and args.compare_scale not in scales:
         plan.insert(0, (args.compare_scale, False))
     results: list[dict[str, Any]] = []
+    # The exporter runs from this checkout with this environment: the same build as here.
+    built = implementation() if not args.exporter_cmd else "as --exporter-cmd runs it"
+    print(f"-- exporter build: {built}", flush=True)
     for scale, full in plan:
         print(f"-- scale {scale} % ({'full phases' if full else 'ready, size and burst only'})", flush=True)
         run = Run(replace(base, scale=scale, full=full))
         result = asyncio.run(run.run())
         if full and not args.no_baseline and (run.dir / "metrics.txt").exists():
             result["baseline"] = baseline(run.dir / "metrics.txt")
+        result["implementation"] = built
         results.append(result)
         print(f"   done: ready in {result.get('ready_seconds', float('nan')):.1f} s", flush=True)
     report.derive(results)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from exporter import implementation
 from exporter.engine import model, parse_fields
 from exporter.engine.model import EMPTY_MAP, Condition, Machine, Meta, Ref, Status
 from exporter.engine.parse import project
@@ -37,6 +38,7 @@ MODEL_CLASSES = [c for c in vars(model).values()
                  if isinstance(c, type) and is_dataclass(c) and c.__module__ == model.__name__]
 
 
+@pytest.mark.pure_python
 @pytest.mark.parametrize("cls", MODEL_CLASSES)
 def test_builder_makes_what_the_class_makes(cls: type) -> None:
     build = frozen_builder(cls)
@@ -49,6 +51,13 @@ def test_builder_makes_what_the_class_makes(cls: type) -> None:
     # Defaults are the very objects __init__ uses: shared instances (Counters(), ...) stay shared.
     assert all(getattr(built, f.name) is getattr(by_class, f.name)
                for f in fields(cls) if f.default is not MISSING)
+
+
+@pytest.mark.parametrize("cls", MODEL_CLASSES)
+def test_a_compiled_class_is_its_own_builder(cls: type) -> None:
+    # A native class has no slot descriptors to call, and its __init__ is native code already.
+    assert parse_fields.compiled(cls) == (implementation() == "compiled")
+    assert (frozen_builder(cls) is cls) == parse_fields.compiled(cls)
 
 
 def test_builder_runs_post_init_and_takes_positional_arguments() -> None:
@@ -109,6 +118,7 @@ def small_time_table(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parse_fields, "_times", {})
 
 
+@pytest.mark.pure_python
 @pytest.mark.usefixtures("small_time_table")
 def test_time_table_is_bounded_and_changes_no_value() -> None:
     texts = [f"2024-05-01T10:00:{s:02d}Z" for s in range(20)]

@@ -133,6 +133,7 @@ def small_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parse_fields, "_shared", {})
 
 
+@pytest.mark.pure_python
 @pytest.mark.usefixtures("small_tables")
 def test_tables_are_bounded() -> None:
     for i in range(50):
