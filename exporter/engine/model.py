@@ -49,6 +49,23 @@ class Condition:
     observed_generation: int | None = None
     severity: str = ""  # v1beta1 conditions only: Error|Warning|Info, set only when False
 
+    # __eq__ and __hash__ are written out on the hot value types: compiled (setup.py), these are
+    # compiled too, where the ones dataclasses generates stay interpreted and build a tuple of
+    # every field per call. Same meaning as the generated ones; tests/test_model_equality.py
+    # checks that every compared field is compared.
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Condition:
+            return NotImplemented
+        return (self.type == other.type and self.status == other.status and self.reason == other.reason
+                and self.last_transition_time == other.last_transition_time
+                and self.message == other.message
+                and self.observed_generation == other.observed_generation
+                and self.severity == other.severity)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.status, self.reason, self.message, self.last_transition_time,
+                     self.observed_generation, self.severity))
+
 
 @dataclass(frozen=True, slots=True)
 class Ref:
@@ -58,6 +75,15 @@ class Ref:
     name: str
     api_group: str = ""
     namespace: str = ""
+
+    def __eq__(self, other: object) -> bool:  # written out: see Condition.__eq__
+        if type(other) is not Ref:
+            return NotImplemented
+        return (self.name == other.name and self.kind == other.kind and self.api_group == other.api_group
+                and self.namespace == other.namespace)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.name, self.api_group, self.namespace))
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +133,24 @@ class Meta:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", (self.kind, self.namespace, self.name))
+
+    def __eq__(self, other: object) -> bool:  # written out: see Condition.__eq__
+        if type(other) is not Meta:
+            return NotImplemented
+        # resourceVersion first: it differs after nearly every update.
+        return (self.resource_version == other.resource_version and self.name == other.name
+                and self.namespace == other.namespace and self.kind == other.kind
+                and self.api_version == other.api_version and self.uid == other.uid
+                and self.generation == other.generation
+                and self.creation_timestamp == other.creation_timestamp
+                and self.deletion_timestamp == other.deletion_timestamp
+                and self.labels == other.labels and self.annotations == other.annotations
+                and self.owner_refs == other.owner_refs)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.api_version, self.namespace, self.name, self.uid,
+                     self.resource_version, self.generation, self.creation_timestamp,
+                     self.deletion_timestamp, self.labels, self.annotations, self.owner_refs))
 
     @property
     def deleting(self) -> bool:
@@ -220,6 +264,43 @@ class Machine(Base):
     drain_start_time: float | None = None
     failure_reason: str = ""
     failure_message: str = ""
+
+    def __eq__(self, other: object) -> bool:  # written out: see Condition.__eq__
+        if type(other) is not Machine:
+            return NotImplemented
+        return (self.meta == other.meta and self.conditions == other.conditions
+                and self.cluster_name == other.cluster_name
+                and self.v1beta1_conditions == other.v1beta1_conditions
+                and self.layout == other.layout and self.observed_generation == other.observed_generation
+                and self.paused_annotation == other.paused_annotation and self.problems == other.problems
+                and self.control_plane == other.control_plane
+                and self.control_plane_name == other.control_plane_name
+                and self.deployment_name == other.deployment_name and self.set_name == other.set_name
+                and self.pool_name == other.pool_name and self.version == other.version
+                and self.provider_id == other.provider_id and self.failure_domain == other.failure_domain
+                and self.min_ready_seconds == other.min_ready_seconds
+                and self.readiness_gates == other.readiness_gates
+                and self.bootstrap_ref == other.bootstrap_ref
+                and self.infrastructure_ref == other.infrastructure_ref
+                and self.infrastructure_provisioned == other.infrastructure_provisioned
+                and self.bootstrap_data_secret_created == other.bootstrap_data_secret_created
+                and self.node_name == other.node_name and self.node_info == other.node_info
+                and self.addresses == other.addresses and self.phase == other.phase
+                and self.certificates_expiry == other.certificates_expiry
+                and self.drain_start_time == other.drain_start_time
+                and self.failure_reason == other.failure_reason
+                and self.failure_message == other.failure_message)
+
+    def __hash__(self) -> int:
+        return hash((self.meta, self.cluster_name, self.conditions, self.v1beta1_conditions, self.layout,
+                     self.observed_generation, self.paused_annotation, self.problems,
+                     self.control_plane, self.control_plane_name, self.deployment_name, self.set_name,
+                     self.pool_name, self.version, self.provider_id, self.failure_domain,
+                     self.min_ready_seconds, self.readiness_gates, self.bootstrap_ref,
+                     self.infrastructure_ref, self.infrastructure_provisioned,
+                     self.bootstrap_data_secret_created, self.node_name, self.node_info, self.addresses,
+                     self.phase, self.certificates_expiry, self.drain_start_time, self.failure_reason,
+                     self.failure_message))
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,6 +483,19 @@ class Result:
     phase: str | None = None
     findings: tuple[Finding, ...] = ()
     layout: str = "v1beta2"  # where `reported` came from; "v1beta1" means old-style conditions
+
+    def __eq__(self, other: object) -> bool:  # written out: see Condition.__eq__
+        if type(other) is not Result:
+            return NotImplemented
+        return (self.computed == other.computed and self.reported == other.reported
+                and self.counters == other.counters and self.key == other.key
+                and self.api_version == other.api_version and self.uid == other.uid
+                and self.cluster_name == other.cluster_name and self.phase == other.phase
+                and self.findings == other.findings and self.layout == other.layout)
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.api_version, self.uid, self.cluster_name, self.reported,
+                     self.computed, self.counters, self.phase, self.findings, self.layout))
 
     @property
     def kind(self) -> str:

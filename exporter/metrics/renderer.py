@@ -106,15 +106,22 @@ def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: R
 _LINES = struct.Struct("<HIqI")
 
 
-@dataclass(slots=True)
 class _Entry:
-    obj: Base
-    result: Result
-    id: int  # the object's id in bucket bases and pending dicts
-    # ``_LINES`` records, one per family the object has lines in, packed in one bytes object: four
-    # arrays per object were ~15 MB at 100 % of the benchmark fleet, and four more objects per
-    # rendering for the garbage collector to traverse (bytes are not tracked).
-    lines: bytes
+    """What an object was last rendered from, and where its lines are.
+
+    A plain class for its compiled ``__init__`` (one per rendering); see ``spec.Effective``.
+    """
+
+    __slots__ = ("id", "lines", "obj", "result")
+
+    def __init__(self, obj: Base, result: Result, oid: int, lines: bytes) -> None:
+        self.obj = obj
+        self.result = result
+        self.id = oid  # the object's id in bucket bases and pending dicts
+        # ``_LINES`` records, one per family the object has lines in, packed in one bytes object:
+        # four arrays per object were ~15 MB at 100 % of the benchmark fleet, and four more
+        # objects per rendering for the garbage collector to traverse (bytes are not tracked).
+        self.lines = lines
 
 
 class _Base:

@@ -1,0 +1,104 @@
+"""The ``__eq__`` and ``__hash__`` written out on the hot value types mean what dataclasses' would.
+
+``model.py`` writes them by hand (compiled, they are compiled too), so a field added to one of
+these classes and left out of its ``__eq__`` would make two different objects equal: the store
+and the renderer would then skip a real change. For each class, two instances differ in every
+compared field; changing any one field of the first to the second's value must make them unequal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from exporter.engine.model import Condition, Gate, Machine, Meta, OwnerRef, Ref, Result, Status
+
+
+def _conditions(reason: str) -> tuple[Condition, ...]:
+    return (Condition("Ready", Status.TRUE, reason),)
+
+
+A_META = Meta("Machine", "cluster.x-k8s.io/v1beta2", "ns", "m1", uid="u1", resource_version="1",
+              generation=1, creation_timestamp=1.0, deletion_timestamp=None,
+              labels=MappingProxyType({"a": "1"}), annotations=MappingProxyType({}),
+              owner_refs=(OwnerRef("MachineSet", "ms1"),))
+B_META = Meta("Cluster", "cluster.x-k8s.io/v1beta1", "other", "m2", uid="u2", resource_version="2",
+              generation=2, creation_timestamp=2.0, deletion_timestamp=3.0,
+              labels=MappingProxyType({"b": "2"}), annotations=MappingProxyType({"x": "y"}),
+              owner_refs=())
+
+PAIRS: dict[type, tuple[Any, Any]] = {
+    Condition: (
+        Condition("Ready", Status.TRUE, "A", "a", 1.0, 1, ""),
+        Condition("Available", Status.FALSE, "B", "b", 2.0, 2, "Error"),
+    ),
+    Ref: (Ref("DockerMachine", "a", "infrastructure.cluster.x-k8s.io", "ns"),
+          Ref("KubeadmConfig", "b", "bootstrap.cluster.x-k8s.io", "other")),
+    Meta: (A_META, B_META),
+    Machine: (
+        Machine(A_META, "c1", _conditions("A"), _conditions("A"), "v1beta2", 1, False, (),
+                False, "", "md", "ms", "", "v1.30.0", "docker:///a", "fd1", 0, (), None,
+                Ref("DockerMachine", "a"), True, True, "node-a", MappingProxyType({"osImage": "x"}),
+                (("InternalIP", "10.0.0.1"),), "Running", 1.0, None, "", ""),
+        Machine(B_META, "c2", _conditions("B"), (), "v1beta1", 2, True, ("spec.x",),
+                True, "kcp", "md2", "ms2", "mp", "v1.31.0", "docker:///b", "fd2", 5,
+                (Gate("Custom"),), Ref("KubeadmConfig", "b"), None, False, None, "node-b",
+                MappingProxyType({}), (), "Provisioning", None, 2.0, "Failed", "boom"),
+    ),
+    Result: (
+        Result(("Machine", "ns", "a"), "cluster.x-k8s.io/v1beta2", "u1", "c1", _conditions("A"),
+               _conditions("A"), {"replicas": 1}, "Running", (), "v1beta2"),
+        Result(("Machine", "ns", "b"), "cluster.x-k8s.io/v1beta1", "u2", "c2", (),
+               _conditions("B"), {"replicas": 2}, None, (), "v1beta1"),
+    ),
+}
+
+
+def _compared(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls) if f.compare]
+
+
+@pytest.mark.parametrize("cls", list(PAIRS), ids=lambda c: c.__name__)
+def test_the_pair_differs_in_every_compared_field(cls: type) -> None:
+    a, b = PAIRS[cls]
+    # A new field left at its default in both would slip through the test below.
+    same = [name for name in _compared(cls) if name != "findings" and getattr(a, name) == getattr(b, name)]
+    assert same == []
+
+
+@pytest.mark.parametrize("cls", list(PAIRS), ids=lambda c: c.__name__)
+def test_every_compared_field_is_compared(cls: type) -> None:
+    a, b = PAIRS[cls]
+    assert a == dataclasses.replace(a)
+    for name in _compared(cls):
+        if name == "findings":  # Findings are covered by their own class; none in the pair
+            changed = dataclasses.replace(a, findings=(*a.findings, *_finding()))
+        else:
+            changed = dataclasses.replace(a, **{name: getattr(b, name)})
+        assert a != changed, name
+        assert changed != a, name
+
+
+def _finding() -> tuple[Any, ...]:
+    from exporter.engine.model import Finding
+
+    return (Finding("Code", "message"),)
+
+
+@pytest.mark.parametrize("cls", [Condition, Ref], ids=lambda c: c.__name__)
+def test_equal_values_hash_alike(cls: type) -> None:
+    a, b = PAIRS[cls]
+    assert hash(a) == hash(dataclasses.replace(a))
+    assert len({a, dataclasses.replace(a), b}) == 2
+
+
+def test_other_types_are_never_equal() -> None:
+    condition = PAIRS[Condition][0]
+    assert condition != (condition.type, condition.status)
+    assert PAIRS[Ref][0] != PAIRS[Condition][0]
+    # A Machine and a projection of another kind with the same fields are different objects.
+    assert PAIRS[Machine][0] != PAIRS[Meta][0]
+
