@@ -12,8 +12,8 @@ gives every object its own copies, and a fleet's projections are mostly such rep
 are bounded and simply start over when full: sharing saves memory, nothing depends on it.
 Decoded RFC3339 times are kept the same way, to save decoding them again.
 
-``frozen_builder`` makes the constructors the readers build the hottest value types with
-(Condition, Ref, Meta, Machine): the same instances as the classes' own ``__init__``, cheaper.
+``frozen_builder`` makes the constructors the readers build frozen value types with where the
+class's ``__init__`` is the one dataclasses generates (Machine): the same instances, cheaper.
 """
 
 from __future__ import annotations
@@ -54,10 +54,16 @@ def frozen_builder(cls: type[_T]) -> Callable[..., _T]:
     ``__post_init__`` behave the same.
 
     Compiled by mypyc (setup.py), the class's fields are getset descriptors and the same applies:
-    its ``__init__`` is still the one dataclasses generates, interpreted, and this builder takes
-    ~420 ns for a Condition where it takes ~750. The instance comes from the class's own
+    its ``__init__`` is still the one dataclasses generates, interpreted, and a builder took
+    ~420 ns for a Condition where it took ~750. The instance comes from the class's own
     ``__new__``, which a native class needs (for a slots class it is ``object.__new__``).
+
+    A class that writes out its own ``__init__`` (model.py's hottest types) is returned as it is:
+    compiled, that ``__init__`` is compiled too (~90 ns a Condition), and only it knows what it
+    sets beyond the fields.
     """
+    if not _generated_init(cls):
+        return cls
     namespace: dict[str, Any] = {"__b_new": cls.__new__, "__b_cls": cls, "__b_FACTORY": _MISSING}
     # Names of the generated code start with __b_: a field of any other name cannot shadow them.
     params: list[str] = []
@@ -93,6 +99,13 @@ def frozen_builder(cls: type[_T]) -> Callable[..., _T]:
     build: Callable[..., _T] = namespace["build"]
     build.__qualname__ = build.__name__ = f"new_{getattr(cls, '__name__', 'object')}"
     return build
+
+
+def _generated_init(cls: type) -> bool:
+    # dataclasses compiles the __init__ it generates from source text ("<string>"); a written-out
+    # one is either a function of its module or, compiled, a slot wrapper with no code at all.
+    code = getattr(vars(cls).get("__init__"), "__code__", None)
+    return code is not None and code.co_filename == "<string>"
 
 
 _new_condition = frozen_builder(Condition)

@@ -1,9 +1,11 @@
-"""The ``__eq__`` and ``__hash__`` written out on the hot value types mean what dataclasses' would.
+"""The ``__init__``, ``__eq__`` and ``__hash__`` written out on the hot value types mean what
+dataclasses' would.
 
 ``model.py`` writes them by hand (compiled, they are compiled too), so a field added to one of
 these classes and left out of its ``__eq__`` would make two different objects equal: the store
 and the renderer would then skip a real change. For each class, two instances differ in every
 compared field; changing any one field of the first to the second's value must make them unequal.
+Left out of ``__init__``, a field would keep no value at all.
 """
 
 from __future__ import annotations
@@ -55,6 +57,28 @@ PAIRS: dict[type, tuple[Any, Any]] = {
                _conditions("B"), {"replicas": 2}, None, (), "v1beta1"),
     ),
 }
+
+
+@pytest.mark.parametrize("cls", list(PAIRS), ids=lambda c: c.__name__)
+def test_every_field_is_set_from_its_argument(cls: type) -> None:
+    _, b = PAIRS[cls]
+    given = {f.name: getattr(b, f.name) for f in dataclasses.fields(cls) if f.init}
+    by_keyword, by_position = cls(**given), cls(*given.values())
+    assert all(getattr(by_keyword, name) is value for name, value in given.items())
+    assert by_position == by_keyword
+
+
+@pytest.mark.parametrize("cls", list(PAIRS), ids=lambda c: c.__name__)
+def test_defaults_are_the_fields_defaults(cls: type) -> None:
+    a, _ = PAIRS[cls]
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    required = {f.name: getattr(a, f.name) for f in fields
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    built = cls(**required)
+    for f in fields:
+        if f.name not in required:
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            assert getattr(built, f.name) == default, f.name
 
 
 def _compared(cls: type) -> list[str]:

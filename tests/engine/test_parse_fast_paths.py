@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from exporter.engine import model, parse_fields
-from exporter.engine.model import EMPTY_MAP, Condition, Machine, Meta, Ref, Status
+from exporter.engine.model import EMPTY_MAP, Condition, Counters, Machine, Meta, Ref, Result, Status
 from exporter.engine.parse import project
 from exporter.engine.parse_fields import Fields, frozen_builder, parse_time
 from tests.engine.test_parse_sharing import machine_raw
@@ -54,10 +54,16 @@ def test_builder_makes_what_the_class_makes(cls: type) -> None:
 
 def test_the_builder_is_used_for_compiled_classes_too() -> None:
     # Compiled, a class's generated __init__ is still interpreted: the builder is the cheaper one.
-    assert frozen_builder(Condition) is not Condition
-    built = frozen_builder(Condition)("Ready", Status.TRUE, "Ok", last_transition_time=5.0)
-    assert built == Condition("Ready", Status.TRUE, "Ok", last_transition_time=5.0)
-    assert type(built) is Condition
+    assert frozen_builder(Counters) is not Counters
+    built = frozen_builder(Counters)(3, ready=2)
+    assert built == Counters(3, ready=2)
+    assert type(built) is Counters
+
+
+@pytest.mark.parametrize("cls", [Condition, Ref, Meta, Result])
+def test_a_class_with_its_own_init_is_its_own_builder(cls: type) -> None:
+    # Its __init__ is compiled with it, and may set more than the fields (Meta.key).
+    assert frozen_builder(cls) is cls
 
 
 def test_builder_runs_post_init_and_takes_positional_arguments() -> None:
