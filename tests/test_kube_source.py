@@ -215,3 +215,19 @@ async def test_example_fleet_through_the_fake_api(tmp_path: Path) -> None:
     finally:
         await source.stop()
         await e.close()
+
+
+async def test_large_objects_arrive_through_the_watch(env: SourceEnv) -> None:
+    # Objects may reach the API server's limit (1.5 MiB by default; managedFields and
+    # last-applied annotations make them big): far more than an HTTP client's line buffer.
+    small_fleet(env)
+    source = await env.start_source()
+    await env.converged(source)
+    big = obj("Machine", "big")
+    big["metadata"]["annotations"] = {"example.com/blob": "x" * (1536 << 10)}
+    env.api.create(big)
+    env.api.create(obj("Machine", "after-big"))
+    await env.converged(source)
+    stats = source.stats.resources["machines.cluster.x-k8s.io"]
+    assert stats.events["ADDED"] == 2
+    assert stats.watch_ends.get("dropped", 0) == 0

@@ -179,8 +179,10 @@ class WatchLines:
         lines = self.lines
 
         class Content:
-            async def readline(self) -> bytes:
-                return lines.pop(0) if lines else b""
+            async def readany(self) -> bytes:  # everything buffered at once, as a backlog is
+                chunk = b"".join(lines)
+                lines.clear()
+                return chunk
 
         class Stream:
             status, content = 200, Content()
@@ -192,7 +194,7 @@ class WatchLines:
 
 
 async def test_a_watch_backlog_lets_other_tasks_run_while_it_is_handled() -> None:
-    # readline() of a buffered stream returns without suspending; the loop must yield anyway.
+    # A backlog is read in one chunk and handled without suspending; the loop must yield anyway.
     events = [json.dumps({"type": "MODIFIED", "object": obj("Machine", f"m{i}")}).encode() + b"\n"
               for i in range(20)]
 

@@ -26,6 +26,7 @@ import orjson
 
 from exporter.engine.model import Base
 from exporter.sources.discovery import Resource
+from exporter.sources.lines import LineReader
 from exporter.timeslice import TimeSlice
 
 log = logging.getLogger("exporter.sources.kube")
@@ -313,25 +314,32 @@ class ResourceLoop:
                 except ValueError:
                     raise StatusError(resp.status, "") from None
             bump(self.stats.watch_requests, "success")
-            # readline() returns without suspending while lines are buffered, and a backlog
-            # buffers hundreds of events: without the slice the loop could serve nothing else
-            # (scrapes, probes) until the buffer is drained.
+            # A backlog buffers hundreds of events, all handled without suspending: without the
+            # slice the loop could serve nothing else (scrapes, probes) until they are done.
             time_slice = TimeSlice()
+            lines = LineReader()
             while True:
+                line = lines.next_line()
+                if line is None:
+                    try:
+                        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a
+                        # cancellation that coincides with data arriving, and the loop would
+                        # outlive stop().
+                        async with asyncio.timeout(self._s.inactivity_timeout):
+                            chunk = await resp.content.readany()
+                    except TimeoutError:
+                        raise Inactive() from None
+                    except (aiohttp.ClientError, OSError):
+                        bump(self.stats.watch_ends, "dropped")
+                        raise
+                    if chunk:
+                        lines.feed(chunk)
+                        continue
+                    line = lines.rest()
+                    if not line:
+                        bump(self.stats.watch_ends, "timeout")
+                        return rv  # the server ended the watch (timeoutSeconds): re-watch, no relist
                 await time_slice.pause()
-                try:
-                    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
-                    # that coincides with a line arriving, and the loop would outlive stop().
-                    async with asyncio.timeout(self._s.inactivity_timeout):
-                        line = await resp.content.readline()
-                except TimeoutError:
-                    raise Inactive() from None
-                except (aiohttp.ClientError, OSError):
-                    bump(self.stats.watch_ends, "dropped")
-                    raise
-                if not line:
-                    bump(self.stats.watch_ends, "timeout")
-                    return rv  # the server ended the watch (timeoutSeconds): re-watch, no relist
                 if line.strip():
                     rv = self._handle(orjson.loads(line), rv)
         finally:
