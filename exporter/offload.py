@@ -37,11 +37,12 @@ from exporter.metrics.members import Built, Job
 
 log = logging.getLogger("exporter.offload")
 
-# Text per batch sent to the worker: ~5-8 ms of its time, ~0.25 MB of jobs out and of members
+# Text per batch sent to the worker: ~3-4 ms of its time, ~0.12 MB of jobs out and of members
 # back once buckets are compressed. The loop awaits once per batch; a scrape's batch waits for at
 # most one batch of the compaction ahead of it. Larger batches cost the worker's memory: 8 MB
-# batches under churn took it from ~16 to ~24-26 MiB resident, 4 MB ones to ~21 MiB.
-BATCH_BYTES = 4 << 20
+# batches under churn took it from ~16 to ~24-26 MiB resident, 4 MB ones to ~21 MiB, 2 MB ones
+# to ~19 MiB.
+BATCH_BYTES = 2 << 20
 # Bytes a batch carries to the worker (base members and pending lines). Under churn a bucket's
 # job is its ~4 KB member and a few changed lines, and a batch of 4 MB of text carries ~0.5 MB; the
 # buckets filled at start-up have no member yet and carry their whole text. 8 MB of those took

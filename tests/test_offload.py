@@ -154,20 +154,22 @@ def test_the_worker_loop_answers_a_bad_batch_with_its_error_and_goes_on() -> Non
     assert [(gzip.decompress(m), list(k), list(n)) for m, k, n in answers[1]] == [(b"defXYZ", [2, 3], [3, 3])]
 
 
-async def test_pending_lines_past_half_the_limit_are_compressed_off_the_loop(builder: MemberBuilder) -> None:
+async def test_pending_lines_past_a_share_of_the_limit_are_compressed_off_the_loop(
+        builder: MemberBuilder) -> None:
     renderer = changed_renderer()
     renderer.pending_share = 0
     renderer.pending_floor = renderer.pending_bytes + 1  # just under the limit the loop acts at
     before = renderer.pending_bytes
     freed = await compaction.compress_pending(renderer, builder)
     assert builder.worker_starts == 1, "the worker built them"
-    assert freed > 0 and renderer.pending_bytes <= renderer.pending_floor // 4 < before
+    end = renderer.pending_floor * compaction.END[0] // compaction.END[1]
+    assert freed > 0 and renderer.pending_bytes <= end < before
     assert gzip.decompress(renderer.render_gzip()) == renderer.render_body()
 
-    # Below half the limit nothing is done.
+    # Below START of the limit nothing is done.
     renderer = changed_renderer()
     renderer.pending_share = 0
-    renderer.pending_floor = 2 * renderer.pending_bytes + 2
+    renderer.pending_floor = renderer.pending_bytes * compaction.START[1] // compaction.START[0] + 1
     assert await compaction.compress_pending(renderer, builder) == 0
     assert renderer.pending_bytes > 0
 
