@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.chart.harness import CHART, Manifest, by_kind, one, render
+from tests.chart.harness import CHART, Manifest, RenderError, by_kind, one, render
 
 VERBS = ("get", "list", "watch")
 INFRA_MACHINE_POOLS = (
@@ -112,7 +112,7 @@ def test_no_write_verb_no_wildcard_no_secret_in_any_mode(values: dict[str, Any] 
 
 
 def test_namespaced_mode_uses_a_role_per_namespace() -> None:
-    manifests = render({"namespaces": ["fleet-a", "fleet-b", "fleet-a"]})
+    manifests = render({"namespaces": ["fleet-a", "fleet-b"]})
     roles = by_kind(manifests, "Role")
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["fleet-a", "fleet-b"]
     for role in roles:
@@ -126,6 +126,12 @@ def test_namespaced_mode_uses_a_role_per_namespace() -> None:
     # ManagedClusters are cluster-scoped: only a ClusterRole can grant them, and it grants nothing else.
     assert grants(one(manifests, "ClusterRole")["rules"]) == read_only(CLUSTER_SCOPED_RESOURCES)
     assert one(manifests, "ClusterRoleBinding")["subjects"] == [SA]
+
+
+def test_a_namespace_listed_twice_is_refused() -> None:
+    # values.schema.json has uniqueItems, which Helm enforces before any template runs.
+    with pytest.raises(RenderError, match="/namespaces"):
+        render({"namespaces": ["fleet-a", "fleet-b", "fleet-a"]})
 
 
 def test_strictly_namespaced_mode_has_no_cluster_role() -> None:

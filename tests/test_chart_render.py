@@ -18,6 +18,7 @@ import yaml
 
 from tests.chart.harness import (
     CHART,
+    KUBE_VERSION,
     Manifest,
     RenderError,
     by_kind,
@@ -29,7 +30,6 @@ from tests.chart.harness import (
     workload,
 )
 
-KUBE_VERSION = "1.31.0"
 # kubernetes-validate ships schemas for built-in kinds only.
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
 SCENARIOS: list[Path | None] = [None, *ci_values_files()]
@@ -330,7 +330,7 @@ def test_notes_describe_the_mode() -> None:
     assert "export every object 2 times" in render_text({"replicas": 2}, notes=True)
 
 
-def test_renderer_reports_template_errors() -> None:
-    # A value of the wrong shape must fail the render (as with helm), not produce a manifest.
-    with pytest.raises(RenderError):
+def test_values_of_the_wrong_shape_fail_the_render() -> None:
+    # Helm validates the merged values against values.schema.json before rendering anything.
+    with pytest.raises(RenderError, match="values don't meet the specifications of the schema"):
         render({"namespaces": "fleet-a"})

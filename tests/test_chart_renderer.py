@@ -1,20 +1,24 @@
-"""The Go renderer in tests/chart/render behaves like `helm template` where the chart tests rely on it.
+"""The real Helm renders the way the chart tests rely on, and the harness passes it through faithfully.
 
 A tiny fixture chart exercises values merging (later files win, null deletes a default), Helm's
 numbers-as-float64 typing, include/tpl/required/toYaml/fromYaml/toJson, .Files with .helmignore,
-.Capabilities, .Release and .Chart, and NOTES.txt handling. If these drift from Helm, the chart
-tests would assert against a different rendering than users get.
+.Capabilities, .Release and .Chart, NOTES.txt (which `helm template` does not print: the harness
+renders it from a chart copy) and the errors. If a Helm upgrade changed one of these, the chart
+templates that depend on it would need a look, not only the test expectations.
 """
 
 from __future__ import annotations
 
+import json
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.chart import harness
 from tests.chart.harness import RenderError, render, render_text
+from tests.realcluster import build
 
 TEMPLATE = """\
 {{- define "t.greeting" -}}hello {{ .Values.name }}{{- end -}}
@@ -60,7 +64,9 @@ def chart(tmp_path: Path) -> Path:
         )
     )
     (root / "templates" / "probe.yaml").write_text(TEMPLATE)
-    (root / "templates" / "needs.yaml").write_text('{{ required "needed is required" .Values.needed }}\n')
+    # Helm parses every rendered document as a Kubernetes object head: a bare scalar is an error.
+    needs = 'kind: Needs\nvalue: {{ required "needed is required" .Values.needed }}\n'
+    (root / "templates" / "needs.yaml").write_text(needs)
     (root / "templates" / "NOTES.txt").write_text("Notes for {{ .Release.Name }}\n")
     (root / "files" / "data.yaml").write_text("answer: 42\n")
     (root / "files" / "scratch.bak").write_text("ignored\n")
@@ -68,11 +74,11 @@ def chart(tmp_path: Path) -> Path:
     return root
 
 
-def probe(chart: Path, tmp_path: Path, *overrides: dict[str, object]) -> dict[str, object]:
+def probe(chart: Path, tmp_path: Path, *overrides: Mapping[str, object]) -> dict[str, object]:
     files = []
     for n, override in enumerate(overrides):
-        path = tmp_path / f"override-{n}.yaml"
-        path.write_text(yaml.safe_dump(override))
+        path = tmp_path / f"override-{n}.json"  # JSON quotes every string (see the YAML 1.1 test)
+        path.write_text(json.dumps(override))
         files.append(path)
     docs = render({"needed": "yes"}, files, chart=chart, release="rel", namespace="ns")
     (doc,) = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Probe"]
@@ -120,11 +126,65 @@ def test_capabilities(chart: Path, tmp_path: Path) -> None:
     assert doc["monitoring"] is False
 
 
-def test_required_fails_the_render(chart: Path) -> None:
-    with pytest.raises(RenderError, match="needed is required"):
+def test_values_files_are_read_as_yaml_1_1(chart: Path, tmp_path: Path) -> None:
+    # Unlike PyYAML (and yaml.v3), Helm's YAML reader takes a plain y/n/on/off for a boolean, so a
+    # values file must quote such strings; the harness writes its overrides as JSON for this reason.
+    path = tmp_path / "plain.yaml"
+    path.write_text("nested:\n  inner:\n    y: 2\n    on: 3\n")
+    doc = render({"needed": "yes"}, [path], chart=chart)
+    (probe_doc,) = [d for d in doc if d.get("kind") == "Probe"]
+    assert probe_doc["nested"]["inner"] == {"x": 1, "true": 3}
+
+
+def test_required_fails_the_render_with_helms_message(chart: Path) -> None:
+    error = r"execution error at \(probe/templates/needs\.yaml:2:\d+\): needed is required"
+    with pytest.raises(RenderError, match=error):
         render(chart=chart)
+
+
+def test_a_document_that_is_not_an_object_fails_the_render(chart: Path) -> None:
+    (chart / "templates" / "scalar.yaml").write_text("just text\n")
+    with pytest.raises(RenderError, match=r"YAML parse error on probe/templates/scalar\.yaml"):
+        render({"needed": "x"}, chart=chart)
 
 
 def test_notes_are_rendered_only_on_request(chart: Path) -> None:
     assert "Notes for" not in render_text({"needed": "x"}, chart=chart)
     assert render_text({"needed": "x"}, chart=chart, notes=True, release="r1") == "Notes for r1\n"
+
+
+def test_notes_keep_their_whitespace_and_see_the_values(chart: Path) -> None:
+    (chart / "templates" / "NOTES.txt").write_text(
+        "  indented {{ .Values.name }}\n{{- /* trimmed */}}\n\n{{ .Release.Namespace }}\n\n"
+    )
+    assert render_text({"needed": "x"}, chart=chart, notes=True) == "  indented world\n\nmonitoring\n\n"
+
+
+def test_notes_errors_name_notes_txt(chart: Path) -> None:
+    (chart / "templates" / "NOTES.txt").write_text('first line\n{{ fail "no notes for you" }}\n')
+    with pytest.raises(RenderError, match=r"at \(probe/templates/NOTES.txt\): no notes for you"):
+        render_text({"needed": "x"}, chart=chart, notes=True)
+    (chart / "templates" / "NOTES.txt").write_text("first line\n{{ nosuchfunction }}\n")
+    with pytest.raises(RenderError, match=r"probe/templates/NOTES.txt:2\b") as error:
+        render_text({"needed": "x"}, chart=chart, notes=True)
+    assert "NOTES.txt.yaml" not in str(error.value)
+
+
+def test_a_chart_without_notes_has_empty_notes(chart: Path) -> None:
+    (chart / "templates" / "NOTES.txt").unlink()
+    assert render_text({"needed": "x"}, chart=chart, notes=True) == ""
+
+
+def test_notes_render_the_whole_chart_as_install_does(chart: Path) -> None:
+    # An error in another template fails the notes too: `helm install` renders everything.
+    with pytest.raises(RenderError, match="needed is required"):
+        render_text(chart=chart, notes=True)
+
+
+def test_missing_helm_fails_with_the_build_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Not a skip: the chart tests error out and say how to build the pinned Helm.
+    monkeypatch.setenv("FSE_TOOLS_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(build.Missing, match="helm is not built"):
+        harness.helm.__wrapped__()

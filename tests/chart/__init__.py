@@ -1,1 +1,1 @@
-"""Helm chart test support: a Go renderer (``render/``) and Python helpers around it (``harness``)."""
+"""Helm chart test support: Python helpers that render and lint the chart with the real Helm (``harness``)."""

@@ -1,16 +1,23 @@
-"""Renders charts/fleet-status-exporter for the chart tests and selects the bundled files.
+"""Renders and lints charts/fleet-status-exporter with the real Helm for the chart tests.
 
-Owns: building the Go renderer in ``tests/chart/render`` once per test process, running it with
-values overrides, parsing its multi-document output, and the rule that decides which files of
-``alerts/`` and ``dashboards/`` the chart embeds (the same rule as ``sync-files.sh``).
-Does not own: any assertion about the rendered manifests (the ``tests/test_chart*.py`` modules).
+Owns: running the pinned Helm (``tests.realcluster.build.binary("helm")``, built from
+tests/realcluster/helm/go.mod) as ``helm template`` and ``helm lint`` with values overrides in an
+environment of its own (no user Helm configuration, no kubeconfig), parsing the multi-document
+output, rendering NOTES.txt without a cluster (see ``render_text``), and the rule that decides
+which files of ``alerts/`` and ``dashboards/`` the chart embeds (the same rule as
+``sync-files.sh``).
+Does not own: building Helm (``tests.realcluster.build``; a missing binary raises its ``Missing``
+with the command that builds it, so the chart tests fail rather than skip), or any assertion
+about the rendered manifests (the ``tests/test_chart*.py`` modules).
 """
 
 from __future__ import annotations
 
 import atexit
 import functools
+import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -18,40 +25,108 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
+
+from tests.realcluster import build
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "fleet-status-exporter"
-RENDER_SRC = Path(__file__).resolve().parent / "render"
-GOPATH = "/usr/share/gocode"
 # The alert files use this prefix in runbook_url; prometheusRule.runbookUrlBase replaces it.
 DEFAULT_RUNBOOK_BASE = "https://github.com/fleet-status-exporter/fleet-status-exporter/blob/main/docs/runbook.md"
+# .Capabilities.KubeVersion for every render and lint. Helm built with `go build` (no release
+# ldflags) defaults to v1.20.0, which the chart's kubeVersion (>=1.25.0-0) refuses; the tests
+# validate the manifests against the schemas of this version too.
+KUBE_VERSION = "1.31.0"
+# NOTES.txt is rendered as this template of a chart copy (see render_text).
+NOTES_TEMPLATE = "templates/NOTES.txt.yaml"
+NOTES_DEFINE = "fleet-status-exporter-tests.notes"
 
 Manifest = dict[str, Any]
 
 
 class RenderError(Exception):
-    """The renderer exited non-zero (a template error, a `required` or `fail` call)."""
+    """Helm exited non-zero: a template error, a `required` or `fail` call, a schema violation.
+
+    The message is Helm's standard error output.
+    """
+
+
+class LintError(RenderError):
+    """`helm lint` reported the chart as failed; the message is its whole output."""
 
 
 @functools.cache
-def renderer() -> Path:
-    """Builds the renderer once per process (go build takes seconds, a render milliseconds)."""
-    if shutil.which("go") is None:
-        pytest.skip("the Go toolchain is not installed (Debian package golang-go; `make system-deps`)")
-    out_dir = Path(tempfile.mkdtemp(prefix="chart-render-"))
-    atexit.register(shutil.rmtree, out_dir, True)
-    binary = out_dir / "render"
-    env = {**os.environ, "GO111MODULE": "off", "GOPATH": GOPATH, "GOFLAGS": ""}
-    if not os.access(Path.home(), os.W_OK):
-        env["GOCACHE"] = str(out_dir / "gocache")
-    result = subprocess.run(
-        ["go", "build", "-o", str(binary), "."], cwd=RENDER_SRC, env=env, capture_output=True, text=True
+def helm() -> Path:
+    """The pinned Helm binary; raises build.Missing (with the build command) when it is not built."""
+    return build.binary("helm")
+
+
+@functools.cache
+def helm_env() -> dict[str, str]:
+    """The environment Helm runs in: no HELM_* settings or kubeconfig of the user, scratch homes."""
+    home = Path(tempfile.mkdtemp(prefix="chart-helm-"))
+    atexit.register(shutil.rmtree, home, True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"}
+    env.update(
+        HELM_CACHE_HOME=str(home / "cache"),
+        HELM_CONFIG_HOME=str(home / "config"),
+        HELM_DATA_HOME=str(home / "data"),
+        # No cluster: `helm template` does not contact one; a path that does not exist makes sure.
+        KUBECONFIG=str(home / "no-kubeconfig"),
     )
-    if result.returncode != 0:
-        raise RuntimeError(f"building the chart renderer failed:\n{result.stderr}")
-    return binary
+    return env
+
+
+def run_helm(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(helm()), *args], capture_output=True, text=True, env=helm_env())
+
+
+def _values_args(values: Mapping[str, Any] | None, values_files: Iterable[Path], scratch: Path) -> list[str]:
+    args: list[str] = []
+    for path in values_files:
+        args += ["--values", str(path)]
+    if values is not None:
+        # JSON (a subset of YAML) quotes every string: Helm reads values as YAML 1.1, where a plain
+        # `y`, `n`, `on` or `off` is a boolean, and PyYAML would write `y` unquoted.
+        override = scratch / "override.json"
+        override.write_text(json.dumps(dict(values)))
+        args += ["--values", str(override)]
+    return args
+
+
+def _notes_chart(chart: Path, scratch: Path) -> tuple[Path, int] | None:
+    """A copy of the chart whose NOTES.txt is a manifest template, and the line of its `include`.
+
+    None when the chart has no NOTES.txt. The copy defines the text of NOTES.txt as a named
+    template starting on the file's first line (so parse errors keep NOTES.txt's line numbers)
+    and renders it into one YAML document with `include`.
+    """
+    notes = chart / "templates" / "NOTES.txt"
+    if not notes.is_file():
+        return None
+    copy = scratch / chart.name
+    shutil.copytree(chart, copy)
+    (copy / "templates" / "NOTES.txt").unlink()
+    wrapper = f'{{{{- define "{NOTES_DEFINE}" }}}}{notes.read_text()}{{{{ end -}}}}\n'
+    include_line = wrapper.count("\n") + 1
+    wrapper += f'notes: {{{{ include "{NOTES_DEFINE}" . | toJson }}}}\n'
+    (copy / NOTES_TEMPLATE).write_text(wrapper)
+    return copy, include_line
+
+
+def _notes_error(message: str, include_line: int) -> str:
+    """Helm's error with the wrapper's positions turned into NOTES.txt's.
+
+    Helm reports an execution error (`fail`, a nil pointer) at the outermost call, here the
+    wrapper's `include`: that position becomes plain NOTES.txt. Other lines are NOTES.txt's own;
+    columns are dropped (the first line is shifted by the `define`).
+    """
+
+    def position(match: re.Match[str]) -> str:
+        line = int(match[1])
+        return "templates/NOTES.txt" if line == include_line else f"templates/NOTES.txt:{line}"
+
+    return re.sub(rf"{re.escape(NOTES_TEMPLATE)}:(\d+)(?::\d+)?", position, message)
 
 
 def render_text(
@@ -62,23 +137,43 @@ def render_text(
     release: str = "fse",
     namespace: str = "monitoring",
     notes: bool = False,
+    kube_version: str = KUBE_VERSION,
+    api_versions: Iterable[str] = (),
     tmp_dir: Path | None = None,
 ) -> str:
-    """Renders the chart like `helm template`; later values win, `values` last."""
-    args = [str(renderer()), "-chart", str(chart), "-name", release, "-namespace", namespace]
-    for path in values_files:
-        args += ["-f", str(path)]
-    with tempfile.TemporaryDirectory(dir=tmp_dir) as scratch:
-        if values is not None:
-            override = Path(scratch) / "override.yaml"
-            override.write_text(yaml.safe_dump(dict(values)))
-            args += ["-f", str(override)]
+    """`helm template` output; later values files win, `values` last.
+
+    With ``notes``, the rendered NOTES.txt instead (what `helm install` prints under NOTES:).
+    Helm 3.22 prints notes only from `helm install`/`upgrade`, and even `--dry-run=client` needs a
+    reachable cluster (only `helm template` runs client-only, and it drops NOTES.txt: `--show-only
+    templates/NOTES.txt` finds no such template). So the notes are rendered by `helm template` from
+    a copy of the chart in which NOTES.txt is wrapped into a manifest template: the same text,
+    values, release and capabilities, with the rest of the chart rendered alongside as on install.
+    """
+    with tempfile.TemporaryDirectory(dir=tmp_dir) as scratch_dir:
+        scratch = Path(scratch_dir)
+        args = ["template", release, str(chart), "--namespace", namespace, "--kube-version", kube_version]
+        for api in api_versions:
+            args += ["--api-versions", api]
+        args += _values_args(values, values_files, scratch)
+        include_line = 0
         if notes:
-            args.append("-notes")
-        result = subprocess.run(args, capture_output=True, text=True)
+            notes_chart = _notes_chart(chart, scratch)
+            if notes_chart is None:
+                return ""
+            args[2] = str(notes_chart[0])
+            include_line = notes_chart[1]
+            args += ["--show-only", NOTES_TEMPLATE]
+        result = run_helm(args)
     if result.returncode != 0:
-        raise RenderError(result.stderr.strip())
-    return result.stdout
+        message = result.stderr.strip()
+        raise RenderError(_notes_error(message, include_line) if notes else message)
+    if not notes:
+        return result.stdout
+    (doc,) = [d for d in yaml.safe_load_all(result.stdout) if d]
+    text = doc["notes"]
+    assert isinstance(text, str)
+    return text
 
 
 def render(
@@ -87,6 +182,28 @@ def render(
     """Renders the chart and returns its non-empty YAML documents."""
     text = render_text(values, values_files, **kwargs)
     return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def lint(
+    values: Mapping[str, Any] | None = None,
+    values_files: Iterable[Path] = (),
+    *,
+    chart: Path = CHART,
+    strict: bool = True,
+    kube_version: str = KUBE_VERSION,
+    tmp_dir: Path | None = None,
+) -> str:
+    """`helm lint` (``--strict`` by default: warnings fail too); returns its output, raises LintError."""
+    with tempfile.TemporaryDirectory(dir=tmp_dir) as scratch_dir:
+        args = ["lint", str(chart), "--kube-version", kube_version]
+        if strict:
+            args.append("--strict")
+        args += _values_args(values, values_files, Path(scratch_dir))
+        result = run_helm(args)
+    output = (result.stdout + result.stderr).strip()
+    if result.returncode != 0:
+        raise LintError(output)
+    return output
 
 
 def by_kind(manifests: Iterable[Manifest], kind: str) -> list[Manifest]:
