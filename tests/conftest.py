@@ -10,6 +10,7 @@ stops and says how to rebuild.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "pure_python: reaches inside modules (patched constants, test doubles); runs against the "
         f"Python sources only ({PURE_PYTHON_ENV}=1)",
     )
+    config.addinivalue_line(
+        "markers",
+        "realcluster: runs against a real kube-apiserver and etcd (tests/realcluster); runs once, "
+        f"in the pass without {PURE_PYTHON_ENV}=1 (the compiled build in `make pytest`)",
+    )
     if COMPILED:
         stale = stale_extensions()
         if stale:
@@ -52,6 +58,11 @@ def pytest_report_header() -> str:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if os.environ.get(PURE_PYTHON_ENV) == "1":
+        once = pytest.mark.skip(reason=f"real-cluster tests run once, in the pass without {PURE_PYTHON_ENV}")
+        for item in items:
+            if item.get_closest_marker("realcluster") is not None:
+                item.add_marker(once)
     if not COMPILED:
         return
     skip = pytest.mark.skip(reason=f"reaches inside modules: runs with {PURE_PYTHON_ENV}=1")

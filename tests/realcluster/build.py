@@ -176,7 +176,8 @@ def crd_files(era: str) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only check; exit 1 when something is missing")
     args = parser.parse_args(argv)
     missing = [b.name for b in BINARIES if not binary_path(b).is_file()]

@@ -75,7 +75,8 @@ class Process:
 
     def start(self) -> None:
         out = self.log.open("ab")
-        self.proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         out.close()
 
     def stop(self) -> None:
@@ -298,7 +299,8 @@ class RealCluster:
 
     def patch(self, api_version: str, kind: str, namespace: str | None, name: str, patch: Any,
               *, subresource: str = "") -> Obj:
-        path = self.resource(api_version, kind).path(namespace, name) + (f"/{subresource}" if subresource else "")
+        path = self.resource(api_version, kind).path(namespace, name)
+        path += f"/{subresource}" if subresource else ""
         return dict(self.request("PATCH", path, patch, content_type="application/merge-patch+json"))
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> None:
@@ -358,7 +360,8 @@ class RealCluster:
 
 # What a client may set on create; the server assigns the rest (uid, resourceVersion,
 # creationTimestamp, generation, deletionTimestamp, managedFields).
-_WRITABLE_METADATA = frozenset({"name", "namespace", "labels", "annotations", "finalizers", "ownerReferences"})
+_WRITABLE_METADATA = frozenset(
+    {"name", "generateName", "namespace", "labels", "annotations", "finalizers", "ownerReferences"})
 
 
 def _post_json(url: str, body: Any) -> Any:

@@ -63,7 +63,8 @@ class Exporter:
         while time.monotonic() - started < timeout:
             assert self.proc is not None
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the exporter exited ({self.proc.returncode}):\n{self.log_text()[-3000:]}")
+                raise RuntimeError(
+                    f"the exporter exited ({self.proc.returncode}):\n{self.log_text()[-3000:]}")
             try:
                 if check():
                     return time.monotonic() - started

@@ -88,7 +88,8 @@ class Pki:
         )
         if server:
             builder = builder.add_extension(x509.SubjectAlternativeName([
-                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
         cert = builder.sign(self._ca_key, hashes.SHA256())
         cert_path, key_path = self.dir / f"{stem}.crt", self.dir / f"{stem}.key"
         cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
