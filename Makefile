@@ -1,16 +1,18 @@
 # Everyday commands. `make run` and `make test` work on a fresh Debian machine (as root for the
-# system packages: a C compiler for the compiled build, and for the tests promtool/Prometheus and
-# Go with sprig to render the Helm chart).
+# system packages: a C compiler for the compiled build, and for the tests promtool/Prometheus).
+# The tests also need Go 1.26 or newer, which builds the pinned kube-apiserver, etcd and Helm
+# they run (`make tools`, into a cache outside the repository; see tests/realcluster/build.py).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := prometheus golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
+APT_PACKAGES := prometheus
+GO_MINIMUM := 1.26
 PURE := FLEET_STATUS_EXPORTER_PURE_PYTHON=1
 # The modules setup.py compiles with mypyc: a change to one of them means building again.
 COMPILED_SOURCES := $(wildcard exporter/engine/*.py exporter/metrics/*.py)
 
-.PHONY: run test lint pytest build deps system-deps build-deps docs sync-chart-files bench clean
+.PHONY: run test lint pytest build deps system-deps build-deps tools docs sync-chart-files bench clean
 
 run: build
 	$(BIN)/fleet-status-exporter serve --from-files examples/
@@ -22,7 +24,7 @@ lint: deps
 	$(BIN)/mypy
 
 # The suite runs against the compiled build (what ships), then against the Python sources.
-pytest: deps build
+pytest: deps build tools
 	$(BIN)/python -m pytest
 	$(PURE) $(BIN)/python -m pytest
 
@@ -62,13 +64,21 @@ build-deps:
 system-deps:
 	@missing=""; \
 	command -v promtool >/dev/null || missing="$$missing prometheus"; \
-	command -v go >/dev/null || missing="$$missing golang-go"; \
-	test -d /usr/share/gocode/src/github.com/Masterminds/sprig || missing="$$missing sprig"; \
-	test -d /usr/share/gocode/src/gopkg.in/yaml.v3 || missing="$$missing yaml.v3"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages ($$missing )"; \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_PACKAGES); \
 	fi
+
+# kube-apiserver, etcd and Helm from their pinned Go modules (tests/realcluster/tools, helm), built
+# once per machine into ~/.cache/fleet-status-exporter (about 5 minutes cold), and the pinned
+# upstream CRDs into Go's module cache.
+tools: deps
+	@go_version=$$(go env GOVERSION 2>/dev/null | sed 's/^go//'); \
+	if [ -z "$$go_version" ] || [ "$$(printf '%s\n' "$(GO_MINIMUM)" "$$go_version" | sort -V | head -n1)" != "$(GO_MINIMUM)" ]; then \
+		echo "the tests need Go $(GO_MINIMUM) or newer to build kube-apiserver, etcd and Helm (found: $${go_version:-none})" >&2; \
+		exit 1; \
+	fi
+	$(BIN)/python -m tests.realcluster.build
 
 docs: deps
 	$(BIN)/python -m exporter.metrics.docs > docs/metrics.md
