@@ -210,6 +210,61 @@ async def test_faults_errors_stalls_and_drops(api: FakeKubeAPI, http: aiohttp.Cl
     assert events[-1]["type"] == "ERROR" and events[-1]["object"]["code"] == 500
 
 
+async def test_bookmarks_only_once_the_resources_cache_version_passes_the_watch_start() -> None:
+    # A real API server's watch cache: a quiet resource watched from a list's (global) version gets
+    # no bookmark, periodic or at the deadline, until a write to it or etcd's progress notification.
+    async with FakeKubeAPI(bookmark_interval=0.05) as api:
+        api.install(*CAPI_TYPES, *OCM_TYPES)
+        api.create(machine("a"))
+        api.create({"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+                    "metadata": {"name": "s1"}})  # moves the global version past every Machine
+        async with aiohttp.ClientSession(api.url) as http:
+            _, listed = await get(http, MACHINES)
+            params = {"watch": "true", "resourceVersion": listed["metadata"]["resourceVersion"],
+                      "allowWatchBookmarks": "true", "timeoutSeconds": "1"}
+            async with http.get(MACHINES, params=params) as resp:
+                assert await read_events(resp, 5) == []  # silence, then the deadline's clean end
+            async with http.get(MACHINES, params=params) as resp:
+                await asyncio.sleep(0.2)
+                assert api.open_watches("Machine") == 1
+                api.create({"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+                            "metadata": {"name": "s2"}})  # etcd moves on, the Machine cache does not
+                with pytest.raises(TimeoutError):
+                    await read_events(resp, 1, timeout=0.2)  # several bookmark periods: none
+                api.progress_notify()
+                (bookmark,) = await read_events(resp, 1)
+                assert bookmark["type"] == "BOOKMARK"
+                assert bookmark["object"]["metadata"]["resourceVersion"] == str(api.store.rv)
+            # A write to the resource moves its cache too: bookmarks follow the event.
+            params["resourceVersion"] = str(api.store.rv)
+            async with http.get(MACHINES, params=params) as resp:
+                api.create(machine("b"))
+                events = await read_events(resp, 2)
+        assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+
+
+async def test_restart_answers_429_with_retry_after_while_the_cache_initialises(
+    api: FakeKubeAPI, http: aiohttp.ClientSession
+) -> None:
+    api.create(machine("a"))
+    params = {"watch": "true", "resourceVersion": str(api.store.rv), "timeoutSeconds": "5"}
+    async with http.get(MACHINES, params=params) as resp:
+        await asyncio.sleep(0.01)
+        assert api.restart(initializing=0.3) == 1
+        with pytest.raises(aiohttp.ClientError):
+            await read_events(resp, 1)  # the restart cut the stream
+    for verb_params in ({}, params):
+        async with http.get(MACHINES, params=verb_params) as resp:
+            assert resp.status == 429 and resp.headers["Retry-After"] == "1"
+            assert (await resp.json())["message"] == "storage is (re)initializing"
+    assert (await get(http, "/apis/cluster.x-k8s.io"))[0] == 200  # discovery is served meanwhile
+    await asyncio.sleep(0.3)
+    assert (await get(http, MACHINES))[0] == 200
+    api.fail("Machine", 503, verbs=["watch"], times=1, retry_after=2)
+    async with http.get(MACHINES, params=params) as resp:
+        assert resp.status == 503 and resp.headers["Retry-After"] == "2"
+
+
 async def test_down_and_up_on_the_same_port(api: FakeKubeAPI) -> None:
     port = api.port
     await api.stop()

@@ -55,7 +55,7 @@ class HandlersMixin:
         except ApiError as e:
             if _RECORD in request:
                 request[_RECORD].status = e.code
-            headers = {"Retry-After": "1"} if e.code == 429 else None
+            headers = {"Retry-After": str(e.retry_after)} if e.retry_after is not None else None
             return self.json_response(e.status(), status=e.code, headers=headers)
 
     # ---- discovery ----
@@ -216,7 +216,10 @@ class HandlersMixin:
         timeout = float(q.get("timeoutSeconds") or 0) or self.default_watch_timeout
         if self.max_watch_timeout is not None:
             timeout = min(timeout, self.max_watch_timeout)
-        w = Watch(rt, version, namespace, selector, q.get("allowWatchBookmarks") in TRUE, request)
+        # A watch from "" or "0" starts at the cache's version; from N, at N (newer than the
+        # resource's cache when N is a list's global version and nobody wrote the resource since).
+        start_rv = self.cache_rv.get(rt.key, self.store.rv) if rv in ("", "0") else _int_rv(rv)
+        w = Watch(rt, version, namespace, selector, q.get("allowWatchBookmarks") in TRUE, request, start_rv)
         initial: list[tuple[str, Obj]] = []
         expired: ApiError | None = None
         if rv in ("", "0"):
@@ -260,8 +263,9 @@ class HandlersMixin:
             except TimeoutError:
                 if w.stalled:
                     continue  # a stalled stream does not even time out
-                if w.bookmarks:
-                    await _send(resp, "BOOKMARK", self._bookmark_obj(w.rt, w.version, self.store.rv))
+                cache_rv = self.cache_rv.get(w.rt.key, 0)
+                if w.bookmarks and cache_rv > w.start_rv:
+                    await _send(resp, "BOOKMARK", self._bookmark_obj(w.rt, w.version, cache_rv))
                 if loop.time() < deadline and interval:
                     next_bookmark = loop.time() + interval
                     continue

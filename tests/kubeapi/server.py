@@ -4,9 +4,16 @@ Owns the HTTP surface: discovery (``/apis``, ``/apis/<group>``, ``/apis/<group>/
 (labelSelector, limit/continue, resourceVersion + resourceVersionMatch), watch (from a
 resourceVersion over the bounded history, 410 when too old, BOOKMARKs, ERROR events,
 timeoutSeconds), simple create/update/delete over HTTP, a request log, and fault injection driven
-by the test: error statuses for a while, stalled or dropped watch streams, in-stream errors,
-compaction, expired continue tokens, and the whole server going down and coming back on the same
-port. Object storage and resourceVersion rules live in ``state.py``; kind definitions in
+by the test: error statuses for a while (with Retry-After), stalled or dropped watch streams,
+in-stream errors, compaction, expired continue tokens, the whole server going down and coming back
+on the same port, and a restart whose watch cache answers 429 while it initialises.
+
+Bookmarks follow a real API server's watch cache: each resource has a cache resourceVersion that
+moves with that resource's own writes, or with etcd's progress notification
+(``progress_notify``); a watch gets a BOOKMARK (periodically, and right before its timeoutSeconds
+deadline) only once that version has passed the one the watch started from. On a resource nobody
+writes, a watch from a list's (global) resourceVersion gets none until the next progress
+notification. Object storage and resourceVersion rules live in ``state.py``; kind definitions in
 ``catalog.py``. Not a full API server: no admission, no conversion (objects are served as stored,
 with apiVersion set to the requested version), no field selectors, no protobuf.
 """
@@ -50,6 +57,7 @@ class Fault:
     verbs: frozenset[str]
     namespace: str | None = None
     times: int | None = None
+    retry_after: int | None = None  # Retry-After header, in seconds
     hits: int = 0
 
     def matches(self, verb: str, target: Iterable[str], namespace: str | None) -> bool:
@@ -77,6 +85,7 @@ class Watch:
     selector: Callable[[dict[str, str]], bool]
     bookmarks: bool
     request: web.Request
+    start_rv: int  # bookmarks only once the resource's cache version has passed it
     queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
     stalled: bool = False
     sent: int = 0
@@ -127,6 +136,11 @@ class FakeKubeAPI(HandlersMixin):
         self.faults: list[Fault] = []
         self.requests: list[RequestRecord] = []
         self.watches: set[Watch] = set()
+        # The watch cache's resourceVersion per resource: its own last write, or etcd's revision
+        # at the last progress notification or cache (re)initialisation.
+        self.cache_rv: dict[tuple[str, str], int] = {}
+        self._initializing_until = 0.0  # loop time: until then lists and watches answer 429
+        self._initializing_retry_after = 1
         self._runner: web.AppRunner | None = None
 
     # ---- lifecycle ----
@@ -174,6 +188,7 @@ class FakeKubeAPI(HandlersMixin):
     def install(self, *types: ResourceType) -> None:
         for t in types:
             self.resources[t.key] = t
+            self.cache_rv.setdefault(t.key, self.store.rv)  # the cache starts from a list of etcd
 
     def uninstall(self, *, group: str | None = None, kind: str | None = None) -> None:
         """Remove CRDs (by group, by kind, or both); their objects disappear and open watches close."""
@@ -247,9 +262,16 @@ class FakeKubeAPI(HandlersMixin):
         verbs: Iterable[str] = ("list", "watch", "get"),
         times: int | None = None,
         namespace: str | None = None,
+        retry_after: int | None = None,
     ) -> Fault:
-        """Answer ``status`` to ``verbs`` on ``target`` (kind, plural or "discovery")."""
-        fault = Fault(status, target, frozenset(verbs), namespace, times)
+        """Answer ``status`` to ``verbs`` on ``target`` (kind, plural or "discovery").
+
+        ``retry_after``: the Retry-After header in seconds; a 429 always carries one (1 unless
+        given), as an API server's do.
+        """
+        if status == 429 and retry_after is None:
+            retry_after = 1
+        fault = Fault(status, target, frozenset(verbs), namespace, times, retry_after)
         self.faults.append(fault)
         return fault
 
@@ -299,11 +321,35 @@ class FakeKubeAPI(HandlersMixin):
         return len(ws)
 
     def bookmark(self, kind: str | None = None) -> int:
-        """Send a BOOKMARK at the current resourceVersion to open watches that asked for them."""
+        """Send a BOOKMARK at the current resourceVersion now to open watches that asked for them.
+
+        Forced: unlike the periodic and deadline bookmarks it does not wait for the resource's cache
+        version to pass the watch's start (``progress_notify`` models how that happens).
+        """
         ws = self._watches_of(kind)
         for w in ws:
             w.queue.put_nowait(("bookmark", self.store.rv))
         return len(ws)
+
+    def progress_notify(self) -> None:
+        """etcd's progress notification: every resource's cache version moves to the current one.
+
+        Open watches then get their periodic and deadline bookmarks (a real server's cache gets one
+        every 10 minutes by default, ``--experimental-watch-progress-notify-interval``).
+        """
+        for key in self.resources:
+            self.cache_rv[key] = self.store.rv
+
+    def restart(self, initializing: float, retry_after: int = 1) -> int:
+        """An API server restart: open watches are cut, and for ``initializing`` seconds, while the
+        watch caches fill again, lists and watches answer 429 "storage is (re)initializing" with
+        ``Retry-After: retry_after`` (discovery is served). Returns the number of watches cut."""
+        dropped = self.drop_watches()
+        for key in self.resources:
+            self.cache_rv[key] = self.store.rv
+        self._initializing_until = asyncio.get_running_loop().time() + initializing
+        self._initializing_retry_after = retry_after
+        return dropped
 
     def compact(self) -> None:
         """Drop the event history: watches from any RV so far get 410; continue tokens expire."""
@@ -319,6 +365,7 @@ class FakeKubeAPI(HandlersMixin):
         return sum(1 for r in self.requests if r.verb == verb and (kind is None or r.kind == kind))
 
     def _on_event(self, ev: Event) -> None:
+        self.cache_rv[ev.res] = ev.rv
         for w in self.watches:
             if w.rt.key == ev.res:
                 w.queue.put_nowait(ev)
@@ -332,7 +379,11 @@ class FakeKubeAPI(HandlersMixin):
                     fault.times -= 1
                     if fault.times <= 0:
                         self.faults.remove(fault)
-                raise ApiError(fault.status, REASONS.get(fault.status, "Unknown"), "injected failure")
+                reason = REASONS.get(fault.status, "Unknown")
+                raise ApiError(fault.status, reason, "injected failure", fault.retry_after)
+        if verb in ("list", "watch") and asyncio.get_running_loop().time() < self._initializing_until:
+            retry_after = self._initializing_retry_after
+            raise ApiError(429, "TooManyRequests", "storage is (re)initializing", retry_after)
 
     @staticmethod
     def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

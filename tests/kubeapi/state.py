@@ -26,11 +26,12 @@ ResKey = tuple[str, str]  # (group, plural)
 class ApiError(Exception):
     """An error the API answers with a Status object."""
 
-    def __init__(self, code: int, reason: str, message: str) -> None:
+    def __init__(self, code: int, reason: str, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
+        self.retry_after = retry_after  # seconds, sent as the Retry-After header
 
     def status(self) -> Obj:
         return status_object(self.code, self.reason, self.message)
