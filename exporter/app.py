@@ -271,6 +271,7 @@ def kube_resources(source_stats: object) -> list[ResourceStats]:
             resource=name, synced=bool(rs.synced), lists=dict(rs.list_requests),
             watches=dict(rs.watch_requests), events=dict(rs.events), relists=dict(rs.relists),
             objects=rs.object_count, invalid_objects=rs.invalid_objects, last_event_time=rs.last_event_time,
+            unreadable=rs.unreadable_reason,
         ))
     return out
 
@@ -305,6 +306,8 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     if config.from_files is not None:
         files = FileSource(config.from_files, sink, poll_interval=config.files_poll_interval)
         source_synced: Callable[[], bool] = lambda: files.synced  # noqa: E731
+        source_ready: Callable[[], tuple[bool, list[str]]] = (  # noqa: E731
+            lambda: (files.synced, [] if files.synced else ["files: not read yet"]))
         resources: Callable[[], Iterable[ResourceStats]] = lambda: file_resources(files.stats)  # noqa: E731
         tasks.append(asyncio.create_task(files.run(), name="files"))
     else:
@@ -322,12 +325,21 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
             return 1
         stoppable.append(kube)
         source_synced = kube.all_synced
+        source_ready = kube.readiness
         resources = lambda: kube_resources(kube_stats)  # noqa: E731
 
     pipeline.source_synced = source_synced
+
+    def ready_detail() -> list[str]:
+        lines = source_ready()[1]
+        if source_synced() and not pipeline.ready:
+            lines.append("evaluation: the first pass over the listed objects is not complete")
+        return lines
+
     builder = MemberBuilder()
     await builder.start()
-    exposition = Exposition(renderer, stats, lambda: pipeline.ready and source_synced(), resources, builder)
+    exposition = Exposition(renderer, stats, lambda: pipeline.ready and source_ready()[0], resources, builder,
+                            ready_detail)
     runner = web.AppRunner(make_app(exposition, web_cfg), handle_signals=False, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, config.listen_host or None, config.listen_port,

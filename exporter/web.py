@@ -6,7 +6,9 @@ since the last rebuild built off the loop (so a large scrape never blocks event 
 streaming the body as its parts (gzip members that concatenate to one gzip stream, or raw bucket
 texts decompressed one at a time as they are written) without ever joining it, the text-format
 Content-Type, and recording the scrape's duration and size. Probes are not behind authentication
-so kubelets can reach them. Owns no knowledge of kinds or metric names.
+so kubelets can reach them: ``/healthz`` is 200 while the process serves; ``/readyz`` is 200 or 503
+as the composition root's ``ready`` says, with a plain-text body of what is not current and why.
+Owns no knowledge of kinds or metric names.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ class Exposition:
     # Builds the members of buckets changed since the last scrape: the composition root gives
     # one with a worker process; by default a thread does it.
     builder: MemberBuilder = field(default_factory=lambda: MemberBuilder(process=False))
+    # Lines for the /readyz body: what is not current and why (also what is merely reported, as
+    # a resource the exporter may not read, while ready).
+    ready_detail: Callable[[], Iterable[str]] = lambda: ()
 
 
 def _accepts_gzip(request: web.Request) -> bool:
@@ -157,9 +162,10 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web
         return web.Response(text="ok\n")
 
     async def readyz(_: web.Request) -> web.Response:
-        if exposition.ready():
-            return web.Response(text="ready\n")
-        return web.Response(status=503, text="not ready: first list of every resource not complete\n")
+        ready = exposition.ready()
+        lines = ["ready" if ready else "not ready", *exposition.ready_detail()]
+        text = "".join(f"{line}\n" for line in lines)
+        return web.Response(status=200 if ready else 503, text=text)
 
     async def landing(request: web.Request) -> web.Response:
         if not await authorized(request):

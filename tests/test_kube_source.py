@@ -6,6 +6,8 @@ Fault scenarios (410, outages, stalls, error statuses) are in test_kube_source_f
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -88,6 +90,32 @@ async def test_server_timeouts_rewatch_without_relisting(env: SourceEnv) -> None
     await env.converged(source)
     assert env.api.count("list", "Machine") == 3  # the three pages of the only list
     assert source.stats.resources["machines.cluster.x-k8s.io"].watch_ends["timeout"] >= 2
+
+
+async def test_quiet_resources_rewatch_at_the_server_deadline_silently(
+    env: SourceEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Nobody writes Machines: the API server sends their watches no bookmark (its cache version
+    # never passes the list's), so each watch is silent until its timeoutSeconds (1 s here).
+    small_fleet(env)
+    source = await env.start_source()
+    await env.converged(source)
+    lists, watches = env.api.count("list", "Machine"), env.api.count("watch", "Machine")
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="exporter.sources"):
+        await asyncio.sleep(3.5)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert env.api.count("list", "Machine") == lists  # no relist
+    rewatches = [r for r in env.api.requests if r.verb == "watch" and r.kind == "Machine"][watches:]
+    assert 3 <= len(rewatches) <= 4  # one per server deadline, not more often
+    assert {r.params["resourceVersion"] for r in rewatches} == {rewatches[0].params["resourceVersion"]}
+    stats = source.stats.resources["machines.cluster.x-k8s.io"]
+    assert stats.watch_ends["timeout"] >= 3 and "stuck" not in stats.watch_ends
+    assert "BOOKMARK" not in stats.events
+    assert source.readiness()[0]
+    await env.converged(source)  # data still served
+    env.api.create(obj("Machine", "late"))
+    await env.converged(source)
 
 
 async def test_namespace_scoping_replaces_only_its_namespace(env: SourceEnv) -> None:

@@ -6,6 +6,8 @@ injected timeouts and backoffs (tests.kubeapi.fixtures.FAST), never by long slee
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +18,8 @@ from tests.kubeapi import CAPI_TYPES, OCM_TYPES
 from tests.kubeapi.fixtures import FAST, SourceEnv, eventually, make_env, obj
 
 MACHINES = "machines.cluster.x-k8s.io"
+# A backoff far longer than the fake server's Retry-After (1 s): tells which of the two was waited.
+SLOW_BACKOFF = replace(FAST, backoff_initial=4.0, backoff_max=8.0, backoff_jitter=0.0)
 
 
 @pytest.fixture
@@ -130,32 +134,75 @@ async def test_429_on_watch_rewatches_without_relisting(env: SourceEnv) -> None:
     assert env.api.count("list", "Machine") == lists
 
 
-async def test_stalled_watch_is_detected_by_the_inactivity_timeout(env: SourceEnv) -> None:
+async def test_stalled_watch_is_reconnected_a_grace_period_after_its_deadline(
+    env: SourceEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    env.loop_settings = replace(FAST, watch_timeout=(1.0, 1.0), watch_grace=0.5)
     source = await env.start_source()
     await env.converged(source)
     await env.watching("Machine")
-    assert env.api.stall_watches("Machine") == 1
+    assert env.api.stall_watches("Machine") == 1  # not even its timeoutSeconds ends it
+    stalled_at = asyncio.get_running_loop().time()
     env.api.create(obj("Machine", "while-stalled"))
     env.api.delete("Machine", "ns1", "m3")
     await env.converged(source)
+    assert asyncio.get_running_loop().time() - stalled_at > 0.4  # not before the deadline + grace
     stats = source.stats.resource(MACHINES)
-    assert stats.watch_ends["inactivity"] == 1
+    assert stats.watch_ends["stuck"] == 1
     assert "expired" not in stats.relists  # re-watched from its version: no relist needed
+    assert any("stuck" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
 
 
-async def test_403_on_one_resource_does_not_stop_the_others(env: SourceEnv) -> None:
-    fault = env.api.fail("MachineSet", 403)
+async def test_restart_catch_up_follows_retry_after_not_the_backoff(env: SourceEnv) -> None:
+    env.loop_settings = replace(SLOW_BACKOFF, watch_timeout=(30.0, 30.0))
     source = await env.start_source()
-    await eventually(lambda: source.stats.resource(MACHINES).synced)
-    await eventually(lambda: env.sink.view().keys() >= {("Machine", "ns1", "m0"), ("Cluster", "ns1", "c1")})
-    env.api.create(obj("Machine", "live"))
-    await eventually(lambda: ("Machine", "ns1", "live") in env.sink.objects)
-    assert not source.all_synced()
-    machinesets = source.stats.resources["machinesets.cluster.x-k8s.io"]
-    assert "403" in machinesets.last_error and not machinesets.synced
-    await eventually(lambda: fault.hits >= 3, what="the forbidden resource retried")
-    env.api.clear_faults()
     await env.converged(source)
+    lists = env.api.count("list")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert env.api.restart(initializing=0.3) >= 1
+    env.api.create(obj("Machine", "after-restart"))
+    await env.converged(source, timeout=8.0)
+    assert loop.time() - started < 2.5  # Retry-After (1 s), not the 4 s backoff
+    assert any(r.verb == "watch" and r.status == 429 for r in env.api.requests)
+    assert env.api.count("list") == lists  # every watch resumed from its version
+    assert source.readiness()[0]
+
+
+async def test_start_while_the_cache_initialises_lists_after_retry_after(env: SourceEnv) -> None:
+    env.loop_settings = SLOW_BACKOFF
+    env.api.restart(initializing=0.3)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    source = await env.start_source()
+    await env.converged(source, timeout=8.0)
+    assert loop.time() - started < 2.5
+    assert source.stats.resource(MACHINES).list_requests["error"] >= 1
+
+
+async def test_503_with_retry_after_on_watch_rewatches_without_relisting(env: SourceEnv) -> None:
+    env.loop_settings = replace(SLOW_BACKOFF, watch_timeout=(30.0, 30.0))
+    source = await env.start_source()
+    await env.converged(source)
+    lists = env.api.count("list", "Machine")
+    env.api.fail("Machine", 503, verbs=["watch"], times=2, retry_after=1)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    env.api.close_watches("Machine")
+    env.api.create(obj("Machine", "later"))
+    await env.converged(source, timeout=8.0)
+    assert 1.5 < loop.time() - started < 3.5  # two Retry-After waits
+    assert env.api.count("list", "Machine") == lists
+    assert not source.stats.resource(MACHINES).relists
+
+
+async def test_retry_after_is_bounded_by_the_longest_backoff(env: SourceEnv) -> None:
+    source = await env.start_source()  # FAST: backoff_max 0.05 s
+    await env.converged(source)
+    env.api.fail("Machine", 429, verbs=["watch"], times=3, retry_after=30)
+    env.api.close_watches("Machine")
+    env.api.create(obj("Machine", "later"))
+    await env.converged(source, timeout=2.0)
 
 
 async def test_ocm_not_installed_then_installed_then_removed(tmp_path: Path) -> None:

@@ -129,6 +129,7 @@ print("ok")
 class _Page:
     def __init__(self, body: dict[str, Any]) -> None:
         self.status, self._body = 200, body
+        self.headers: dict[str, str] = {}
 
     async def read(self) -> bytes:
         return json.dumps(self._body).encode()
@@ -216,7 +217,8 @@ async def test_a_watch_backlog_lets_other_tasks_run_while_it_is_handled() -> Non
     ticks = asyncio.create_task(ticker())
     await asyncio.sleep(0)
     try:
-        await loop._watch("1")
+        loop._rv = "1"
+        await loop._watch()
     finally:
         ticks.cancel()
     first, last = order.index("event"), len(order) - order[::-1].index("event")
@@ -246,5 +248,6 @@ async def test_each_projection_is_given_the_objects_previous_one() -> None:
     resource = Resource(ResourceSpec("cluster.x-k8s.io", "Machine"), "v1beta2", "machines", True)
     loop = ResourceLoop(resource, None, WatchLines(events), RecordingSink(), project, ResourceStats(),
                         LoopSettings())
-    await loop._watch("1")
+    loop._rv = "1"
+    await loop._watch()
     assert given == [("2", None), ("3", "2"), ("5", None), ("6", None)]

@@ -116,11 +116,20 @@ def test_small_parts_are_joined_into_chunks_and_large_ones_pass_through_uncopied
 
 async def test_probes(aiohttp_client):
     ready = [False]
-    client = await aiohttp_client(make_app(exposition(ready)))
+    detail = ["machines.cluster.x-k8s.io: failing for 75s: watch: Cannot connect to host",
+              "machinesets.cluster.x-k8s.io: forbidden (list: HTTP 403); needs get/list/watch in all "
+              "namespaces"]
+    exp = exposition(ready)
+    exp.ready_detail = lambda: detail
+    client = await aiohttp_client(make_app(exp))
     assert (await client.get("/healthz")).status == 200
-    assert (await client.get("/readyz")).status == 503
-    ready[0] = True
-    assert (await client.get("/readyz")).status == 200
+    resp = await client.get("/readyz")
+    assert resp.status == 503 and resp.content_type == "text/plain"
+    assert await resp.text() == "not ready\n" + "".join(f"{line}\n" for line in detail)
+    ready[0], detail[:] = True, detail[1:]  # what is merely reported stays in the body
+    resp = await client.get("/readyz")
+    assert resp.status == 200 and await resp.text() == "ready\n" + detail[0] + "\n"
+    assert (await client.get("/healthz")).status == 200
 
 
 @pytest.fixture

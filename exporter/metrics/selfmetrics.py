@@ -2,9 +2,9 @@
 
 Owns the self-metric families (declared as data next to the object catalog, documented with it),
 ``ResourceStats`` (what a source reports per watched resource: list/watch results, events,
-relists, objects, invalid objects, sync state) and ``ExporterStats`` (scrapes and evaluations).
-These few series are rendered fresh at every scrape. Owns no source: a source, or an adapter in
-the composition root, turns its own counters into ``ResourceStats``.
+relists, objects, invalid objects, sync state, whether it may be read) and ``ExporterStats``
+(scrapes and evaluations). These few series are rendered fresh at every scrape. Owns no source:
+a source, or an adapter in the composition root, turns its own counters into ``ResourceStats``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class ResourceStats:
     objects: int | None = None
     invalid_objects: int = 0
     last_event_time: float | None = None
+    unreadable: str | None = None  # forbidden | not_found: its list or watch answers 403 / 404
 
 
 @dataclass(slots=True)
@@ -64,6 +65,9 @@ FAMILIES: tuple[FamilySpec, ...] = (
     _decl("scrape_response_bytes",
           "The uncompressed size of the previous unfiltered /metrics response.", "gauge"),
     _decl("resource_synced", "1 once the first list of a resource has completed.", "gauge", ("resource",)),
+    _decl("resource_unreadable", "1 while the exporter may not read a resource (in some watched namespace): "
+          "its list or watch answers 403 (reason forbidden: RBAC) or 404 (not_found); retried, "
+          "not held against readiness.", "gauge", ("resource", "reason")),
     _decl("list_total", "List requests per resource and result (success|error).", "counter",
           ("resource", "result")),
     _decl("watch_total", "Watch requests per resource and result.", "counter", ("resource", "result")),
@@ -73,8 +77,9 @@ FAMILIES: tuple[FamilySpec, ...] = (
     _decl("objects", "Objects of a resource held by the exporter.", "gauge", ("resource",)),
     _decl("invalid_objects", "Objects of a resource that could not be read (no identity, wrong shape).",
           "gauge", ("resource",)),
-    _decl("last_event_timestamp_seconds", "When the last event or bookmark of a resource arrived (Unix "
-          "seconds); time() minus it is the age of the resource's data.",
+    _decl("last_event_timestamp_seconds", "When the last watch event or bookmark of a resource arrived "
+          "(Unix seconds). Not the age of its data: the API server sends no bookmark on a resource "
+          "nobody writes, so this stays old while the watch is current.",
           "gauge", ("resource",)),
     _decl("evaluation_duration_seconds", "How long the last evaluation pass took.", "gauge"),
     _decl("evaluations_total", "Evaluation passes run.", "counter"),
@@ -105,6 +110,7 @@ def render(
         "scrape_duration_seconds": _opt(stats.last_scrape_duration),
         "scrape_response_bytes": _opt(stats.last_scrape_bytes),
         "resource_synced": [((r.resource,), float(r.synced)) for r in res],
+        "resource_unreadable": [((r.resource, r.unreadable), 1.0) for r in res if r.unreadable],
         "list_total": _by(res, lambda r: r.lists),
         "watch_total": _by(res, lambda r: r.watches),
         "events_total": _by(res, lambda r: r.events),

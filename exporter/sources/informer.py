@@ -3,12 +3,15 @@
 Owns the rules of ``docs/architecture.md`` / design "Correctness rules for the kube source" for a
 single (resource, namespace): a paginated list (restarted when its continue token expires; each
 next page requested while the current one is projected) whose projections replace the scope's
-contents atomically; watches from the list's resourceVersion,
-advanced by events and bookmarks; 410 (HTTP or in-stream ERROR) leads to a relist, never to a
-re-watch at the same version; every watch has a server ``timeoutSeconds`` and a client inactivity
-timeout read with asyncio; errors back off with jitter. Also owns the plain counters the metrics
-layer renders (``ResourceStats``). Does not own discovery, connecting or choosing what to watch
-(``kube.py``, ``discovery.py``).
+contents atomically; watches from the list's resourceVersion, advanced by events and bookmarks,
+re-opened from the last version when the server ends them; 410 (HTTP or in-stream ERROR) leads to
+a relist, never to a re-watch at the same version. Silence on a watch is normal (a real API server
+sends a bookmark only once the resource's version moves): only a watch still open
+``watch_grace`` after its own ``timeoutSeconds`` is stuck. Errors back off with jitter, or wait
+what a 429/5xx's Retry-After asks; 403 and 404 make the scope unreadable (logged once, retried
+every ``backoff_max``). Also owns the plain state the metrics layer and readiness read
+(``ResourceStats``, ``ResourceLoop.problem``). Does not own discovery, connecting or choosing what
+to watch (``kube.py``, ``discovery.py``).
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ class LoopSettings:
 
     page_size: int = 500
     watch_timeout: tuple[float, float] = (300.0, 600.0)  # server timeoutSeconds drawn from this range
-    inactivity_timeout: float = 70.0  # no event nor bookmark for this long: the stream is stuck
+    watch_grace: float = 30.0  # a watch still open this long after its timeoutSeconds is stuck
     request_timeout: float = 60.0  # whole list page / discovery request; connect timeout of watches
     backoff_initial: float = 0.8
     backoff_factor: float = 2.0
@@ -65,6 +68,9 @@ class LoopSettings:
     backoff_jitter: float = 1.0  # delay x (1 + jitter x U[0,1))
     backoff_reset_after: float = 120.0  # healthy this long: the next error starts from the initial delay
     min_watch_duration: float = 1.0  # a watch ending sooner with no events counts as failing
+    # Failing to reach the API server (connection errors, 5xx, 429, ...) for longer than this makes
+    # the source unready; shorter outages, an API server restart say, do not flap readiness.
+    unready_after: float = 60.0
 
 
 class Backoff:
@@ -92,10 +98,12 @@ class ResourceStats:
     list_requests: dict[str, int] = field(default_factory=dict)  # by result: success | error | expired
     watch_requests: dict[str, int] = field(default_factory=dict)  # by result: success | error | expired
     events: dict[str, int] = field(default_factory=dict)  # by type: ADDED ... BOOKMARK ERROR
-    relists: dict[str, int] = field(default_factory=dict)  # by cause: expired | error
-    watch_ends: dict[str, int] = field(default_factory=dict)  # by cause: timeout | inactivity | dropped
+    relists: dict[str, int] = field(default_factory=dict)  # by cause: expired | error | unreadable
+    watch_ends: dict[str, int] = field(default_factory=dict)  # by cause: timeout | stuck | dropped
     objects: dict[str, int] = field(default_factory=dict)  # by scope (namespace, "" = all)
     scopes_synced: dict[str, bool] = field(default_factory=dict)  # by scope
+    unreadable: dict[str, str] = field(default_factory=dict)  # by scope: forbidden | not_found
+    failing_since: dict[str, float] = field(default_factory=dict)  # by scope: monotonic time
     invalid_objects: int = 0
     last_event_time: float | None = None  # Unix time of the last event or bookmark
     available: bool = False
@@ -110,6 +118,12 @@ class ResourceStats:
     def object_count(self) -> int:
         return sum(self.objects.values())
 
+    @property
+    def unreadable_reason(self) -> str | None:
+        """Why some scope of the resource cannot be read (forbidden first), None when all can."""
+        reasons = set(self.unreadable.values())
+        return min(reasons) if reasons else None  # "forbidden" < "not_found"
+
 
 def bump(counter: dict[str, int], key: str) -> None:
     counter[key] = counter.get(key, 0) + 1
@@ -120,21 +134,36 @@ class Expired(Exception):
 
 
 class StatusError(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
         super().__init__(f"HTTP {status}: {message}" if message else f"HTTP {status}")
         self.status = status
+        self.retry_after = retry_after  # seconds, from the Retry-After header
 
 
-class Inactive(Exception):
-    """Nothing (no event, no bookmark) arrived within the inactivity timeout."""
+class Stuck(Exception):
+    """The watch is still open ``watch_grace`` after its timeoutSeconds: the server lost it."""
 
 
-def _status_error(status: int, body: Any) -> Exception:
+# Statuses that make a scope unreadable rather than failing: the server answers, and answering the
+# same again is what it will do until RBAC or the CRDs change.
+UNREADABLE: Mapping[int, str] = {403: "forbidden", 404: "not_found"}
+
+
+def _status_error(status: int, body: Any, retry_after: float | None = None) -> Exception:
     message = str(body.get("message", "")) if isinstance(body, dict) else ""
     reason = body.get("reason") if isinstance(body, dict) else None
     if status == 410 or reason in ("Expired", "Gone"):
         return Expired(message or "resource version expired")
-    return StatusError(status, message[:200])
+    return StatusError(status, message[:200], retry_after)
+
+
+def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
+    """The Retry-After header in seconds (API servers send an integer), None when absent or 0."""
+    try:
+        seconds = float(resp.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
 
 
 class ResourceLoop:
@@ -168,11 +197,33 @@ class ResourceLoop:
         self._invalid: set[tuple[str, ...]] = set()
         self._backoff = Backoff(settings, rand)
         self._seen = 0  # events and bookmarks received; tells a watch that closed at once, empty
+        self._rv = ""  # the version the next watch starts from
+        self._unreadable_by = ""  # the verb whose 403/404 made the scope unreadable: its success clears it
+        self.error = ""  # the last failure, for the readiness report
         stats.scopes_synced.setdefault(self._scope, False)
 
     @property
     def synced(self) -> bool:
         return self.stats.scopes_synced.get(self._scope, False)
+
+    @property
+    def unreadable(self) -> bool:
+        return self._scope in self.stats.unreadable
+
+    def problem(self, now: float) -> tuple[bool, str] | None:
+        """What keeps this scope from being current, if anything: (whether that makes the source
+        unready, one line naming the resource and why). ``now``: ``time.monotonic()``."""
+        reason = self.stats.unreadable.get(self._scope)
+        if reason is not None:  # reported, never unready: the chart may legitimately not grant it
+            what = "forbidden" if reason == "forbidden" else "not found"
+            return False, f"{self._where}: {what} ({self.error}); needs get/list/watch {self._grant_scope}"
+        since = self.stats.failing_since.get(self._scope)
+        failing = f"failing for {now - since:.0f}s: {self.error}" if since is not None else ""
+        if not self.synced:
+            return True, f"{self._where}: not listed yet" + (f"; {failing}" if failing else "")
+        if since is not None:
+            return now - since > self._s.unready_after, f"{self._where}: {failing}"
+        return None
 
     async def run(self) -> None:
         cause = ""
@@ -180,13 +231,13 @@ class ResourceLoop:
             try:
                 rv = await self._list()
             except (StatusError, Expired, aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
-                self._failed("list", e)
-                await asyncio.sleep(self._backoff.next_delay())
+                await asyncio.sleep(self._failed("list", e))
                 continue
             if cause:
                 bump(self.stats.relists, cause)
             cause = await self._watch_until_relist(rv)
-            log.info("relisting %s: %s", self._where, cause)
+            log.log(logging.DEBUG if cause == "unreadable" else logging.INFO, "relisting %s: %s",
+                    self._where, cause)
 
     # ---- list ----
 
@@ -198,7 +249,7 @@ class ResourceLoop:
         page = self._fetch_page(token, timeout)
         try:
             while True:
-                status, body = await page
+                status, body, retry_after = await page
                 if status == 410 and token and restarts < 3:
                     # The continue token outlived the server's history: start a fresh full list.
                     bump(self.stats.list_requests, "expired")
@@ -207,8 +258,9 @@ class ResourceLoop:
                     page = self._fetch_page(token, timeout)
                     continue
                 if status != 200 or not isinstance(body, dict):
-                    raise _status_error(status, body)
+                    raise _status_error(status, body, retry_after)
                 bump(self.stats.list_requests, "success")
+                self._reachable()
                 meta = body.get("metadata") or {}
                 token = str(meta.get("continue") or "")
                 if token:
@@ -239,9 +291,12 @@ class ResourceLoop:
         if not self.synced:
             log.info("synced %s: %d objects", self._where, len(latest))
         self.stats.scopes_synced[self._scope] = True
+        self._readable("list")
         return str(meta.get("resourceVersion") or "")
 
-    def _fetch_page(self, token: str, timeout: aiohttp.ClientTimeout) -> asyncio.Task[tuple[int, Any]]:
+    def _fetch_page(
+        self, token: str, timeout: aiohttp.ClientTimeout
+    ) -> asyncio.Task[tuple[int, Any, float | None]]:
         params = [("limit", str(self._s.page_size)), *self._selector()]
         if token:
             params.append(("continue", token))
@@ -249,55 +304,71 @@ class ResourceLoop:
 
     async def _get_json(
         self, params: list[tuple[str, str]], timeout: aiohttp.ClientTimeout
-    ) -> tuple[int, Any]:
+    ) -> tuple[int, Any, float | None]:
+        """(status, decoded body or None, Retry-After seconds or None)."""
         resp = await self._transport.get(self._path, params, timeout)
         try:
             raw = await resp.read()
         finally:
             resp.release()
         try:
-            return resp.status, orjson.loads(raw) if raw else None
+            body = orjson.loads(raw) if raw else None
         except ValueError:
-            return resp.status, None
+            body = None
+        return resp.status, body, _retry_after(resp)
 
     # ---- watch ----
 
     async def _watch_until_relist(self, rv: str) -> str:
-        """Watch, re-watching from the latest version, until a relist is needed; returns its cause."""
+        """Watch, re-watching from the latest version, until a relist is needed; returns its cause.
+
+        As client-go's reflector: a watch the server ends (its timeoutSeconds) or whose connection
+        drops is re-opened from the last version at once, silently; 429 and 503 re-watch from the
+        same version too, after Retry-After or a backoff; other errors relist.
+        """
+        self._rv = rv
         loop = asyncio.get_running_loop()
         seen_at_list = self._seen
         while True:
             started, seen = loop.time(), self._seen
             try:
-                rv = await self._watch(rv)
-                if self._seen == seen and loop.time() - started < self._s.min_watch_duration:
-                    await asyncio.sleep(self._backoff.next_delay())  # closed at once: don't spin
+                await self._watch()
             except Expired as e:
                 log.info("watch of %s expired: %s", self._where, e)
                 if self._seen == seen_at_list:  # expired again right after a list: don't hammer the server
                     await asyncio.sleep(self._backoff.next_delay())
                 return "expired"
-            except Inactive:
-                bump(self.stats.watch_ends, "inactivity")
-                quiet = self._s.inactivity_timeout
-                log.warning("watch of %s: nothing received for %.0fs; reconnecting", self._where, quiet)
+            except Stuck as e:
+                bump(self.stats.watch_ends, "stuck")
+                log.warning("watch of %s is stuck: still open %s after its timeout; reconnecting",
+                            self._where, e)
+                continue
             except StatusError as e:
-                self._failed("watch", e)
-                await asyncio.sleep(self._backoff.next_delay())
-                if e.status != 429:  # throttling keeps the version; anything else relists
-                    return "error"
+                await asyncio.sleep(self._failed("watch", e))
+                if e.status in (429, 503):  # throttled, or the server's cache not ready: same version
+                    continue
+                return "unreadable" if e.status in UNREADABLE else "error"
             except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
-                self._failed("watch", e)
-                await asyncio.sleep(self._backoff.next_delay())
-    async def _watch(self, rv: str) -> str:
+                await asyncio.sleep(self._failed("watch", e))
+                continue
+            if self._seen == seen and loop.time() - started < self._s.min_watch_duration:
+                await asyncio.sleep(self._backoff.next_delay())  # closed at once: don't spin
+
+    async def _watch(self) -> None:
+        """One watch from ``self._rv``, advancing it; returns when the stream ends normally."""
         low, high = self._s.watch_timeout
+        timeout_seconds = max(1, round(low + (high - low) * self._rand()))
         params = [
             ("watch", "true"),
-            ("resourceVersion", rv),
+            ("resourceVersion", self._rv),
             ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", str(max(1, round(low + (high - low) * self._rand())))),
+            ("timeoutSeconds", str(timeout_seconds)),
             *self._selector(),
         ]
+        # No bookmark may come before the server's deadline (it sends one only once the resource's
+        # version moves), so silence until then is normal; past it and a grace period, the stream
+        # is stuck (a proxy or load balancer holding a connection the server has dropped).
+        deadline = asyncio.get_running_loop().time() + timeout_seconds + self._s.watch_grace
         timeout = aiohttp.ClientTimeout(sock_connect=self._s.request_timeout, connect=self._s.request_timeout)
         try:
             resp = await self._transport.get(self._path, params, timeout)
@@ -310,10 +381,13 @@ class ResourceLoop:
                 async with asyncio.timeout(self._s.request_timeout):
                     body = await resp.read()
                 try:
-                    raise _status_error(resp.status, orjson.loads(body) if body else None)
+                    decoded = orjson.loads(body) if body else None
                 except ValueError:
-                    raise StatusError(resp.status, "") from None
+                    decoded = None
+                raise _status_error(resp.status, decoded, _retry_after(resp))
             bump(self.stats.watch_requests, "success")
+            self._reachable()
+            self._readable("watch")
             # A backlog buffers hundreds of events, all handled without suspending: without the
             # slice the loop could serve nothing else (scrapes, probes) until they are done.
             time_slice = TimeSlice()
@@ -322,26 +396,31 @@ class ResourceLoop:
                 line = lines.next_line()
                 if line is None:
                     try:
-                        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a
+                        # asyncio.timeout_at, not wait_for: on 3.11 wait_for can swallow a
                         # cancellation that coincides with data arriving, and the loop would
                         # outlive stop().
-                        async with asyncio.timeout(self._s.inactivity_timeout):
+                        async with asyncio.timeout_at(deadline):
                             chunk = await resp.content.readany()
                     except TimeoutError:
-                        raise Inactive() from None
-                    except (aiohttp.ClientError, OSError):
+                        raise Stuck(f"{timeout_seconds + self._s.watch_grace:.0f}s") from None
+                    except (aiohttp.ClientError, OSError) as e:
+                        # As client-go: a connection that drops mid-stream ends the watch, and it is
+                        # re-opened from its version (that request says whether the server is there).
                         bump(self.stats.watch_ends, "dropped")
-                        raise
+                        log.info("watch of %s dropped (%s); re-watching", self._where, e or type(e).__name__)
+                        return
                     if chunk:
                         lines.feed(chunk)
                         continue
                     line = lines.rest()
                     if not line:
                         bump(self.stats.watch_ends, "timeout")
-                        return rv  # the server ended the watch (timeoutSeconds): re-watch, no relist
+                        log.debug("watch of %s ended by the server; re-watching from %s",
+                                  self._where, self._rv)
+                        return
                 await time_slice.pause()
                 if line.strip():
-                    rv = self._handle(orjson.loads(line), rv)
+                    self._rv = self._handle(orjson.loads(line), self._rv)
         finally:
             resp.close()
 
@@ -402,8 +481,52 @@ class ResourceLoop:
                 log.warning("skipping unreadable %s %s/%s (uid %s)", self.resource.kind, *ident)
         return projection
 
-    def _failed(self, what: str, error: Exception) -> None:
+    @property
+    def _grant_scope(self) -> str:
+        if not self.resource.namespaced:
+            return "cluster-wide"
+        return f"in namespace {self.namespace}" if self.namespace else "in all namespaces"
+
+    def _failed(self, what: str, error: Exception) -> float:
+        """Record a failed list or watch request; returns how long to wait before the next."""
         if what == "list":
             bump(self.stats.list_requests, "error")
-        self.stats.last_error = f"{what}: {error}"[:300]
+        self.error = f"{what}: {error or type(error).__name__}"[:300]
+        self.stats.last_error = self.error
+        status = error.status if isinstance(error, StatusError) else 0
+        reason = UNREADABLE.get(status)
+        if reason is not None:
+            self._set_unreadable(reason, what, error)
+            return self._s.backoff_max
+        self.stats.failing_since.setdefault(self._scope, time.monotonic())
+        retry_after = error.retry_after if isinstance(error, StatusError) else None
+        if retry_after is not None and (status == 429 or status >= 500):
+            # As client-go: the server says when to come back (429 while its cache initialises
+            # after a restart), bounded by the longest backoff.
+            delay = min(retry_after, self._s.backoff_max)
+            log.info("%s of %s: %s; retrying in %.1fs as the server asks", what, self._where, error, delay)
+            return delay
         log.warning("%s of %s failed: %s", what, self._where, error or type(error).__name__)
+        return self._backoff.next_delay()
+
+    def _set_unreadable(self, reason: str, what: str, error: Exception) -> None:
+        self.stats.failing_since.pop(self._scope, None)  # the server answers: it is reachable
+        if self.stats.unreadable.get(self._scope) != reason:
+            if reason == "forbidden":
+                hint = (f"grant get, list and watch on {self.resource.plural} (group "
+                        f"{self.resource.spec.group}) {self._grant_scope} to the exporter's service account")
+            else:
+                hint = "the resource is not served (CRD removed?) or the namespace does not exist"
+            log.warning("cannot %s %s (%s): %s; its metrics are missing until then; retrying every %.0fs",
+                        what, self._where, error, hint, self._s.backoff_max)
+        self.stats.unreadable[self._scope] = reason
+        self._unreadable_by = what
+
+    def _readable(self, what: str) -> None:
+        """A ``what`` request succeeded: clears the unreadable state that kind of request set."""
+        if self.unreadable and self._unreadable_by == what:
+            del self.stats.unreadable[self._scope]
+            log.info("%s is readable again", self._where)
+
+    def _reachable(self) -> None:
+        self.stats.failing_since.pop(self._scope, None)

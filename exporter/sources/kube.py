@@ -4,10 +4,10 @@ Owns connecting (``--kubeconfig``, else in-cluster service account, else ``KUBEC
 ``~/.kube/config``, through kubernetes_asyncio's config loaders), the periodic discovery pass
 (``discovery.py``) that starts a list/watch loop (``informer.py``) per available resource and
 namespace, notices groups installed later or removed, and follows the InfraMachinePool kinds that
-MachinePools reference; readiness (``all_synced``) and the self-metric counters (``SourceStats``,
-plain data: the metrics layer renders them). Owns no list/watch rules (``informer.py``) and no
-parsing (``exporter.engine.parse.project``, called once per object). JSON is decoded with the
-stdlib ``json`` module, once per list page or event.
+MachinePools reference; readiness (``all_synced`` for the first sync, ``readiness`` for /readyz)
+and the self-metric counters (``SourceStats``, plain data: the metrics layer renders them). Owns
+no list/watch rules (``informer.py``) and no parsing (``exporter.engine.parse.project``, called
+once per object). JSON is decoded with orjson, once per list page or event.
 
 kubernetes_asyncio supplies configuration, authentication (token refresh included) and the HTTP
 session, loaded through ``kube_client`` without its generated API and model classes; its ``Watch``
@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import random
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,10 +176,35 @@ class KubeSource:
             await close()
 
     def all_synced(self) -> bool:
-        """True once discovery succeeded and every available resource finished its first list."""
+        """True once discovery succeeded and every readable resource finished its first list.
+
+        A resource (or namespace) whose list answers 403 or 404 is unreadable: waiting for it
+        would keep the exporter unready forever over RBAC the chart may legitimately not grant.
+        """
         if self._infra_discovered != self._infra_seen:
             return False
-        return all(loop.synced for loops in self._loops.values() for loop, _ in loops)
+        return all(loop.synced or loop.unreadable for loops in self._loops.values() for loop, _ in loops)
+
+    def readiness(self) -> tuple[bool, list[str]]:
+        """(ready, one line per resource scope that is not current, saying why).
+
+        Ready once ``all_synced`` and no scope has failed to reach the API server (connection
+        errors, 5xx, 429, ...) for longer than ``LoopSettings.unready_after``. Unreadable scopes
+        (403/404) are listed but do not make it unready.
+        """
+        ready, lines = self.all_synced(), []
+        if self._infra_discovered != self._infra_seen:
+            failed = "; ".join(f"{g}: {e}" for g, e in sorted(self.stats.discovery_errors.items()))
+            lines.append("discovery: not complete" + (f"; failing: {failed}" if failed else ""))
+        now = time.monotonic()
+        for loops in self._loops.values():
+            for loop, _ in loops:
+                problem = loop.problem(now)
+                if problem is not None:
+                    unready, line = problem
+                    ready = ready and not unready
+                    lines.append(line)
+        return ready, sorted(lines)
 
     @property
     def synced(self) -> dict[str, bool]:
@@ -257,6 +283,8 @@ class KubeSource:
         stats = self.stats.resource(resource.name)
         stats.scopes_synced.clear()
         stats.objects.clear()
+        stats.unreadable.clear()
+        stats.failing_since.clear()
         stats.available = False
         if gone:  # the CRD was removed: so were its objects
             for loop, _ in loops:

@@ -22,7 +22,7 @@ Key = tuple[str, str, str]
 FAST = LoopSettings(
     page_size=2,
     watch_timeout=(1.0, 1.0),
-    inactivity_timeout=0.4,
+    watch_grace=0.5,
     request_timeout=2.0,
     backoff_initial=0.01,
     backoff_factor=2.0,
@@ -30,6 +30,7 @@ FAST = LoopSettings(
     backoff_jitter=1.0,
     backoff_reset_after=1.0,
     min_watch_duration=0.0,
+    unready_after=2.0,
 )
 
 INVALID_LABEL = "test/unreadable"
