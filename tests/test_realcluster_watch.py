@@ -207,8 +207,9 @@ async def test_a_crd_deleted_and_created_again(real: Real) -> None:
     del crd["metadata"]["resourceVersion"], crd["metadata"]["uid"], crd["status"]
     c.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     listing = "/apis/cluster.open-cluster-management.io/v1/managedclusters"
-    await eventually(lambda: c.request("GET", listing, ok=(200, 404, 429, 503)).get("kind") == "ManagedClusterList",
-                     30, "served again")
+    await eventually(
+        lambda: c.request("GET", listing, ok=(200, 404, 429, 503)).get("kind") == "ManagedClusterList",
+        30, "served again")
     c.create(managed_cluster("after"))
     await real.converged("ManagedCluster", timeout=20)
     assert set(real.sink_view("ManagedCluster")) == {("ManagedCluster", "", "after")}
