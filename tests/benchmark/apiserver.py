@@ -39,9 +39,9 @@ class FleetServer:
 
     def __init__(self, scale: int, seed: int) -> None:
         # The history only has to cover a watch reconnect; a burst is streamed from live queues.
-        # BOOKMARKs every minute, as API servers send them: without them a quiet resource's watch
-        # hears nothing, the exporter reconnects after its inactivity timeout (70 s) with a
-        # version the churn has pushed out of the history, and relists (410 Gone) every few minutes.
+        # BOOKMARKs every minute, as API servers send them once a resource's cache has moved past
+        # a watch's start: the churned kinds' watches re-open at their deadline from a version
+        # still in the history instead of relisting (410 Gone).
         self.api = FakeKubeAPI(history_limit=50_000, bookmark_interval=60.0)
         self.api.install(*CAPI_TYPES, *INFRA_TYPES, *OCM_TYPES)
         objects = list(generate(scale, seed))
