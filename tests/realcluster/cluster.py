@@ -308,7 +308,8 @@ class RealCluster:
 
     def apply(self, obj: Mapping[str, Any], *, field_manager: str = "tests") -> Obj:
         """Server-side apply of any manifest, with strict field validation: an unknown or
-        duplicate field is an error (ApiError 400/422), not a warning. Returns what is stored."""
+        duplicate field is an error (an ApiError; the server answers 500 for a field its schema
+        does not declare), not a warning. Returns what is stored."""
         res = self.discover(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") if res.namespaced else None
