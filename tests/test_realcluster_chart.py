@@ -292,6 +292,9 @@ def test_a_resource_the_chart_does_not_grant_is_reported_not_waited_for(hub: Hub
     # /readyz lists each forbidden scope, and nothing else.
     assert body.splitlines()[0] == "ready"
     assert sorted(line.partition(": forbidden")[0] for line in body.splitlines()[1:]) == sorted(wheres), body
+    # ... with the server's whole message, which names what is missing.
+    for line in body.splitlines()[1:]:
+        assert f'cannot list resource "{resource}" in API group "{group}"' in line, line
     # Everything else is read; only the forbidden resource is missing.
     assert _unsynced(samples, EXPECTED_RESOURCES) == [forbidden]
     assert value(samples, "fleet_status_exporter_resource_unreadable", resource=forbidden,

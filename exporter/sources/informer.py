@@ -154,7 +154,7 @@ def _status_error(status: int, body: Any, retry_after: float | None = None) -> E
     reason = body.get("reason") if isinstance(body, dict) else None
     if status == 410 or reason in ("Expired", "Gone"):
         return Expired(message or "resource version expired")
-    return StatusError(status, message[:200], retry_after)
+    return StatusError(status, message[:500], retry_after)  # bounded: a hostile server cannot flood logs
 
 
 def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
@@ -491,7 +491,7 @@ class ResourceLoop:
         """Record a failed list or watch request; returns how long to wait before the next."""
         if what == "list":
             bump(self.stats.list_requests, "error")
-        self.error = f"{what}: {error or type(error).__name__}"[:300]
+        self.error = f"{what}: {error or type(error).__name__}"[:600]
         self.stats.last_error = self.error
         status = error.status if isinstance(error, StatusError) else 0
         reason = UNREADABLE.get(status)
