@@ -194,6 +194,7 @@ class HandlersMixin:
             body = await request.json()
             if rt.namespaced:
                 body.setdefault("metadata", {})["namespace"] = ns
+            body = self.admit(rt, version, body)  # pruned and defaulted when rt has a schema
             if verb == "create":
                 return self.json_response(served(self.store.create(rt.key, body), rt, version), status=201)
             return self.json_response(served(self.store.update(rt.key, body), rt, version))

@@ -14,8 +14,11 @@ moves with that resource's own writes, or with etcd's progress notification
 deadline) only once that version has passed the one the watch started from. On a resource nobody
 writes, a watch from a list's (global) resourceVersion gets none until the next progress
 notification. Object storage and resourceVersion rules live in ``state.py``; kind definitions in
-``catalog.py``. Not a full API server: no admission, no conversion (objects are served as stored,
-with apiVersion set to the requested version), no field selectors, no protobuf.
+``catalog.py``. Types installed from CRD documents (``install_crds``) get structural pruning and
+defaulting on write (``schema.py``); other types store objects as written. Not a full API server:
+no admission, no validation, no conversion (objects are served as stored, with apiVersion set to
+the requested version), no status subresource semantics (a write to ``/status`` replaces the whole
+object), no field selectors, no protobuf.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from aiohttp import web
 
 from tests.kubeapi.catalog import split_api_version, type_for, types_for_objects
 from tests.kubeapi.handlers import HandlersMixin
+from tests.kubeapi.schema import Schema, prune_and_default, version_schemas
 from tests.kubeapi.state import ApiError, Event, Obj, ObjectStore, ResourceType, labels_of
 
 REASONS = {
@@ -125,6 +130,9 @@ class FakeKubeAPI(HandlersMixin):
         self.store = ObjectStore(history_limit=history_limit)
         self.store.listeners.append(self._on_event)
         self.resources: dict[tuple[str, str], ResourceType] = {}
+        # openAPIV3Schema per (resource, version), for types installed from CRDs (install_crds):
+        # writes of those are pruned and defaulted as a real server does; other types are not.
+        self.schemas: dict[tuple[tuple[str, str], str], Schema] = {}
         # True: a watch from a compacted RV gets HTTP 200 and an in-stream ERROR 410 (what
         # current API servers do); False: the watch request itself fails with HTTP 410.
         self.expired_watch_as_event = expired_watch_as_event
@@ -190,11 +198,38 @@ class FakeKubeAPI(HandlersMixin):
             self.resources[t.key] = t
             self.cache_rv.setdefault(t.key, self.store.rv)  # the cache starts from a list of etcd
 
+    def install_crds(self, crds: Iterable[Obj | str | Path]) -> list[ResourceType]:
+        """Install the types of CustomResourceDefinition documents (dicts, or YAML files of them),
+        with each served version's openAPIV3Schema: writes of these types (create, update, status,
+        over HTTP or from the test) are then pruned and defaulted by the schema of the version
+        written (``schema.py``). Returns the installed types."""
+        installed = []
+        for crd in _crd_documents(crds):
+            spec = crd["spec"]
+            served = [v["name"] for v in spec.get("versions") or [] if v.get("served", True)]
+            t = ResourceType(spec["group"], spec["names"]["kind"], spec["names"]["plural"], tuple(served),
+                             spec.get("scope", "Namespaced") == "Namespaced")
+            self.install(t)
+            for key in [k for k in self.schemas if k[0] == t.key]:
+                del self.schemas[key]
+            for version, schema in version_schemas(crd).items():
+                self.schemas[(t.key, version)] = schema
+            installed.append(t)
+        return installed
+
+    def admit(self, rt: ResourceType, version: str, obj: Obj) -> Obj:
+        """``obj`` as written to ``rt`` at ``version``: pruned and defaulted when that version has
+        a schema (``install_crds``), unchanged otherwise."""
+        schema = self.schemas.get((rt.key, version))
+        return obj if schema is None else prune_and_default(obj, schema)
+
     def uninstall(self, *, group: str | None = None, kind: str | None = None) -> None:
         """Remove CRDs (by group, by kind, or both); their objects disappear and open watches close."""
         for key, t in list(self.resources.items()):
             if (group is None or t.group == group) and (kind is None or t.kind == kind):
                 del self.resources[key]
+                for skey in [k for k in self.schemas if k[0] == key]:
+                    del self.schemas[skey]
                 self.store.drop_resource(key)
                 for w in list(self.watches):
                     if w.rt.key == key:
@@ -212,13 +247,19 @@ class FakeKubeAPI(HandlersMixin):
         group, _ = split_api_version(str(obj.get("apiVersion", "")))
         return self.resource(str(obj.get("kind", "")), group)
 
+    def _admitted(self, obj: Obj) -> tuple[ResourceType, Obj]:
+        rt = self._type_of(obj)
+        return rt, self.admit(rt, split_api_version(str(obj.get("apiVersion", "")))[1], obj)
+
     def create(self, obj: Obj) -> Obj:
-        return self.store.create(self._type_of(obj).key, obj)
+        rt, obj = self._admitted(obj)
+        return self.store.create(rt.key, obj)
 
     def update(self, obj: Obj) -> Obj:
         obj = dict(obj)
         obj["metadata"] = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
-        return self.store.update(self._type_of(obj).key, obj)
+        rt, obj = self._admitted(obj)
+        return self.store.update(rt.key, obj)
 
     def apply(self, obj: Obj) -> Obj:
         """Create, or update when it exists (last write wins)."""
@@ -390,3 +431,13 @@ class FakeKubeAPI(HandlersMixin):
         return web.Response(
             body=json.dumps(body).encode(), status=status, content_type="application/json", headers=headers
         )
+
+
+def _crd_documents(crds: Iterable[Obj | str | Path]) -> list[Obj]:
+    docs: list[Obj] = []
+    for crd in crds:
+        if isinstance(crd, dict):
+            docs.append(crd)
+        else:
+            docs.extend(d for d in yaml.safe_load_all(Path(crd).read_text(encoding="utf-8")) if d)
+    return [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
