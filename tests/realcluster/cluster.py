@@ -258,7 +258,7 @@ class RealCluster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             crd = self.request("GET", path)
-            conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+            conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
             if conditions.get("Established") == "True":
                 spec = crd["spec"]
                 version = next(v["name"] for v in spec["versions"] if v.get("served", True))
