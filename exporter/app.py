@@ -136,6 +136,8 @@ class Pipeline:
         self.progress_passes = 0  # passes run before the source's first sync
         self.clock: Callable[[], float] = time.time  # the engine's ``now``; tests set their own
         self.source_synced: Callable[[], bool] = lambda: True
+        # (kind, namespace) the source may not read: the engine withholds what it computes over them.
+        self.unreadable: Callable[[], frozenset[tuple[str, str]]] = frozenset
         # Ready once everything the source had listed when it reported sync has been evaluated.
         self.ready = False
         # Once ready, passes wait out bursts of changes (see exporter/batching.py).
@@ -152,7 +154,8 @@ class Pipeline:
             return
         # ``previous`` still holds this group's last Results: computed conditions carry their
         # transition times over from them while their status holds.
-        results, memo = evaluate_group_reusing(group, self.previous, now, self._memos.get(key))
+        results, memo = evaluate_group_reusing(group, self.previous, now, self._memos.get(key),
+                                               self.unreadable())
         if memo is not None:
             self._memos[key] = memo
         items: list[tuple[Base, Result]] = []
@@ -326,6 +329,7 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
         stoppable.append(kube)
         source_synced = kube.all_synced
         source_ready = kube.readiness
+        pipeline.unreadable = kube.unreadable
         resources = lambda: kube_resources(kube_stats)  # noqa: E731
 
     pipeline.source_synced = source_synced

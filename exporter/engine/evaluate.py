@@ -46,6 +46,7 @@ from exporter.engine.model import (
     Result,
 )
 from exporter.engine.rule_inputs import export_only_change, machine_reads_clock, owner_inputs
+from exporter.engine.visibility import Unreadable, unseen_inputs, withhold
 
 MALFORMED_FIELD = "MalformedField"
 
@@ -85,13 +86,20 @@ class Memo:
     owners: Mapping[ObjectKey, tuple[tuple[object, ...], Computed, Result]]
 
 
-def evaluate_group(group: Group, previous: Mapping[ObjectKey, Result], now: float) -> list[Result]:
-    """Evaluate every object of one group; ``previous`` holds the last results of these objects."""
-    return evaluate_group_reusing(group, previous, now, None)[0]
+def evaluate_group(
+    group: Group, previous: Mapping[ObjectKey, Result], now: float, unreadable: Unreadable = ()
+) -> list[Result]:
+    """Evaluate every object of one group; ``previous`` holds the last results of these objects.
+
+    ``unreadable``: (kind, namespace) pairs the source cannot read (namespace "": anywhere);
+    values computed over those kinds are withheld (``visibility``).
+    """
+    return evaluate_group_reusing(group, previous, now, None, unreadable)[0]
 
 
 def evaluate_group_reusing(
-    group: Group, previous: Mapping[ObjectKey, Result], now: float, memo: Memo | None
+    group: Group, previous: Mapping[ObjectKey, Result], now: float, memo: Memo | None,
+    unreadable: Unreadable = (),
 ) -> tuple[list[Result], Memo | None]:
     """``evaluate_group``, reusing what ``memo`` (the previous evaluation's) says still holds.
 
@@ -101,23 +109,24 @@ def evaluate_group_reusing(
     other than Cluster API ones).
     """
     if isinstance(group, CapiGroup):
-        return _evaluate_capi(group, previous, now, memo)
+        return _evaluate_capi(group, previous, now, memo, unreadable)
     if isinstance(group, MwrsGroup):
-        return _evaluate_mwrs(group, previous, now), None
-    return _evaluate_single(group, previous, now), None
+        return _evaluate_mwrs(group, previous, now, unreadable), None
+    return _evaluate_single(group, previous, now, unreadable), None
 
 
-def evaluate_all(projections: Iterable[Base], now: float) -> list[Result]:
+def evaluate_all(projections: Iterable[Base], now: float, unreadable: Unreadable = ()) -> list[Result]:
     """One-shot evaluation of a whole fleet (the ``evaluate`` command, tests)."""
     results: list[Result] = []
     for group in group_projections(projections):
-        results.extend(evaluate_group(group, {}, now))
+        results.extend(evaluate_group(group, {}, now, unreadable))
     results.sort(key=lambda r: (r.namespace, r.cluster_name, r.kind, r.name))
     return results
 
 
 def _evaluate_capi(
-    group: CapiGroup, previous: Mapping[ObjectKey, Result], now: float, memo: Memo | None
+    group: CapiGroup, previous: Mapping[ObjectKey, Result], now: float, memo: Memo | None,
+    unreadable: Unreadable,
 ) -> tuple[list[Result], Memo]:
     view = GroupView(group)
     by_kind: dict[str, list[Base]] = {}
@@ -135,6 +144,12 @@ def _evaluate_capi(
             before = _previous(previous, obj)
             reused: tuple[Computed, Result] | None = None
             inputs: tuple[object, ...] | None = None
+            unseen = unseen_inputs(obj, unreadable)
+            if unseen:  # computed afresh and withheld; never kept for reuse
+                computed = withhold(obj, compute(obj, view, now), unseen)
+                view.record(obj.key, computed)
+                results.append(finish(obj, computed, before, now))
+                continue
             if isinstance(obj, Machine):
                 last = kept.get(obj.key)
                 if last is not None and not machine_reads_clock(obj) and (
@@ -169,19 +184,28 @@ def _evaluate_capi(
     return results, Memo(context=context, machines=machines, owners=owners)
 
 
-def _evaluate_mwrs(group: MwrsGroup, previous: Mapping[ObjectKey, Result], now: float) -> list[Result]:
+def _evaluate_mwrs(
+    group: MwrsGroup, previous: Mapping[ObjectKey, Result], now: float, unreadable: Unreadable
+) -> list[Result]:
     view = MwrsView(group)
     results: list[Result] = []
     for work in group.manifest_works:
-        computed = mwrs.compute_manifestwork(work, view, now)
+        computed = _visible(work, mwrs.compute_manifestwork(work, view, now), unreadable)
         results.append(finish(work, computed, _previous(previous, work), now))
     if group.mwrs is not None:
-        computed = mwrs.compute_mwrs(group.mwrs, view, now)
+        computed = _visible(group.mwrs, mwrs.compute_mwrs(group.mwrs, view, now), unreadable)
         results.append(finish(group.mwrs, computed, _previous(previous, group.mwrs), now))
     return results
 
 
-def _evaluate_single(group: SingleGroup, previous: Mapping[ObjectKey, Result], now: float) -> list[Result]:
+def _visible(obj: Base, computed: Computed, unreadable: Unreadable) -> Computed:
+    unseen = unseen_inputs(obj, unreadable)
+    return withhold(obj, computed, unseen) if unseen else computed
+
+
+def _evaluate_single(
+    group: SingleGroup, previous: Mapping[ObjectKey, Result], now: float, unreadable: Unreadable
+) -> list[Result]:
     obj = group.obj
     compute = _SINGLE.get(type(obj))
     if isinstance(obj, ManifestWork):
@@ -190,7 +214,7 @@ def _evaluate_single(group: SingleGroup, previous: Mapping[ObjectKey, Result], n
         computed = compute(obj, now)
     else:
         computed = Computed()
-    return [finish(obj, computed, _previous(previous, obj), now)]
+    return [finish(obj, _visible(obj, computed, unreadable), _previous(previous, obj), now)]
 
 
 def _previous(previous: Mapping[ObjectKey, Result], obj: Base) -> Result | None:

@@ -29,6 +29,7 @@ import orjson
 
 from exporter.engine.model import Base
 from exporter.sources.discovery import Resource
+from exporter.sources.kube_client import CredentialError
 from exporter.sources.lines import LineReader
 from exporter.timeslice import TimeSlice
 
@@ -105,14 +106,22 @@ class ResourceStats:
     unreadable: dict[str, str] = field(default_factory=dict)  # by scope: forbidden | not_found
     failing_since: dict[str, float] = field(default_factory=dict)  # by scope: monotonic time
     invalid_objects: int = 0
-    last_event_time: float | None = None  # Unix time of the last event or bookmark
+    last_event_time: float | None = None  # Unix time of the last completed list, event or bookmark
     available: bool = False
     version: str = ""
     last_error: str = ""
+    unready_after: float = 60.0  # KubeSource sets its LoopSettings.unready_after
 
     @property
     def synced(self) -> bool:
-        return self.available and bool(self.scopes_synced) and all(self.scopes_synced.values())
+        """Every scope listed, and none failing to reach the API server (connection errors, 401,
+        5xx, 429, ...) for longer than ``unready_after``: what ``resource_synced`` exports."""
+        if not (self.available and self.scopes_synced and all(self.scopes_synced.values())):
+            return False
+        if not self.failing_since:
+            return True
+        now = time.monotonic()
+        return all(now - since <= self.unready_after for since in self.failing_since.values())
 
     @property
     def object_count(self) -> int:
@@ -230,7 +239,8 @@ class ResourceLoop:
         while True:
             try:
                 rv = await self._list()
-            except (StatusError, Expired, aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
+            except (StatusError, Expired, CredentialError, aiohttp.ClientError, OSError, TimeoutError,
+                    ValueError) as e:
                 await asyncio.sleep(self._failed("list", e))
                 continue
             if cause:
@@ -288,6 +298,7 @@ class ResourceLoop:
         self._sink.replace(self.resource.kind, projections, self.namespace)
         self._last = latest
         self.stats.objects[self._scope] = len(latest)
+        self.stats.last_event_time = time.time()  # data received: a quiet resource has no events
         if not self.synced:
             log.info("synced %s: %d objects", self._where, len(latest))
         self.stats.scopes_synced[self._scope] = True
@@ -348,7 +359,7 @@ class ResourceLoop:
                 if e.status in (429, 503):  # throttled, or the server's cache not ready: same version
                     continue
                 return "unreadable" if e.status in UNREADABLE else "error"
-            except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
+            except (CredentialError, aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
                 await asyncio.sleep(self._failed("watch", e))
                 continue
             if self._seen == seen and loop.time() - started < self._s.min_watch_duration:
@@ -372,7 +383,7 @@ class ResourceLoop:
         timeout = aiohttp.ClientTimeout(sock_connect=self._s.request_timeout, connect=self._s.request_timeout)
         try:
             resp = await self._transport.get(self._path, params, timeout)
-        except (aiohttp.ClientError, OSError, TimeoutError):
+        except (CredentialError, aiohttp.ClientError, OSError, TimeoutError):
             bump(self.stats.watch_requests, "error")
             raise
         try:
@@ -506,7 +517,11 @@ class ResourceLoop:
             delay = min(retry_after, self._s.backoff_max)
             log.info("%s of %s: %s; retrying in %.1fs as the server asks", what, self._where, error, delay)
             return delay
-        log.warning("%s of %s failed: %s", what, self._where, error or type(error).__name__)
+        hint = ""
+        if status == 401:  # the transport refreshed what it could and retried already
+            hint = ("; the API server refuses the exporter's credentials (expired, revoked or "
+                    "unknown token): its metrics of this resource are not current")
+        log.warning("%s of %s failed: %s%s", what, self._where, error or type(error).__name__, hint)
         return self._backoff.next_delay()
 
     def _set_unreadable(self, reason: str, what: str, error: Exception) -> None:

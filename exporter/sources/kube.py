@@ -9,9 +9,11 @@ and the self-metric counters (``SourceStats``, plain data: the metrics layer ren
 no list/watch rules (``informer.py``) and no parsing (``exporter.engine.parse.project``, called
 once per object). JSON is decoded with orjson, once per list page or event.
 
-kubernetes_asyncio supplies configuration, authentication (token refresh included) and the HTTP
-session, loaded through ``kube_client`` without its generated API and model classes; its ``Watch``
-helper is deliberately not used (see ``informer.py``).
+kubernetes_asyncio supplies configuration, the first credentials and the HTTP session, loaded
+through ``kube_client`` without its generated API and model classes; ``kube_client.Credentials``
+refreshes the credentials as client-go does (token files re-read, exec plugins re-run on expiry
+or 401), and the transport retries a 401 once with refreshed ones. Its ``Watch`` helper is
+deliberately not used (see ``informer.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from exporter.sources.informer import (
     Transport,
     bump,
 )
+from exporter.sources.kube_client import Credentials, parse_expiry
 
 __all__ = ["KubeSource", "KubeSourceConfig", "LoopSettings", "ResourceStats", "Sink", "SourceStats"]
 
@@ -76,28 +79,71 @@ class SourceStats:
 
 
 class ApiClientTransport:
-    """GET through a kubernetes_asyncio ApiClient, returning the raw aiohttp response."""
+    """GET through a kubernetes_asyncio ApiClient, returning the raw aiohttp response.
 
-    def __init__(self, api_client: Any) -> None:
+    The Authorization header comes from ``credentials`` (refreshed as client-go does, see
+    ``kube_client.Credentials``), not from the ApiClient's configuration: a 401 answered to a
+    credential that can be refreshed refreshes it, and the request is sent again at once with the
+    fresh one (once); the caller sees the second answer.
+    """
+
+    def __init__(self, api_client: Any, credentials: Credentials | None = None) -> None:
         self.api_client = api_client
+        self.credentials = credentials or Credentials(None)
+        self.unauthorized = 0  # 401 answers seen (retried or not)
 
     async def get(
         self, path: str, params: list[tuple[str, str]], timeout: aiohttp.ClientTimeout
     ) -> aiohttp.ClientResponse:
-        # _preload_content=False: the response is returned unread and, in 36.1.0, unchecked.
-        response: aiohttp.ClientResponse = await self.api_client.call_api(
-            path,
-            "GET",
-            query_params=list(params),
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=timeout,
-        )
-        return response
+        for attempt in (1, 2):
+            sent = await self.credentials.header()
+            headers = {"Accept": "application/json"}
+            if sent is not None:
+                headers["Authorization"] = sent
+            # _preload_content=False: the response is returned unread and, in 36.1.0, unchecked.
+            response: aiohttp.ClientResponse = await self.api_client.call_api(
+                path,
+                "GET",
+                query_params=list(params),
+                header_params=headers,
+                auth_settings=[],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+            if response.status != 401:
+                return response
+            self.unauthorized += 1
+            if attempt == 2 or not await self.credentials.rejected(sent):
+                return response
+            response.release()
+            log.info("credentials refused (401) on %s; retrying with refreshed ones", path)
+        raise AssertionError("unreachable")
 
     async def close(self) -> None:
         await self.api_client.close()
+
+
+def _credentials(configuration: Any, loader: Any) -> Credentials:
+    """What refreshes the header ``configuration`` got from a kubeconfig loader (None: in-cluster)."""
+    header = configuration.api_key.get("BearerToken")
+    if loader is None:  # in-cluster: the projected service account token rotates
+        from kubernetes_asyncio.config.incluster_config import SERVICE_TOKEN_FILENAME
+
+        return Credentials(header, token_file=SERVICE_TOKEN_FILENAME)
+    # The user section kubernetes_asyncio resolved (contexts, merged KUBECONFIG files): it keeps it
+    # in a private attribute, read here with a fallback to static credentials.
+    user = getattr(loader, "_user", None)
+    if user is None or getattr(loader, "provider", None) is not None:  # gcp / oidc: as loaded
+        return Credentials(header)
+    if "exec" in user and header is not None:
+        expiry = getattr(loader, "exec_plugin_expiry", None)
+        return Credentials(header, exec_config=user["exec"], expiry=parse_expiry(expiry))
+    if "tokenFile" in user:
+        base = loader._get_base_path(user.path)
+        return Credentials(header, token_file=os.path.join(base, str(user["tokenFile"])))
+    if header is not None and header != header.strip():
+        header = header.strip()  # a token pasted with a newline
+    return Credentials(header)
 
 
 async def connect(config: KubeSourceConfig, pool_size: int = 100) -> ApiClientTransport:
@@ -107,8 +153,9 @@ async def connect(config: KubeSourceConfig, pool_size: int = 100) -> ApiClientTr
     client, kube_config = kube_client.load()
 
     configuration = client.Configuration()
+    loader: Any = None
     if config.kubeconfig:
-        await kube_config.load_kube_config(
+        loader = await kube_config.load_kube_config(
             config_file=config.kubeconfig, context=config.context, client_configuration=configuration
         )
         where = config.kubeconfig
@@ -117,12 +164,13 @@ async def connect(config: KubeSourceConfig, pool_size: int = 100) -> ApiClientTr
         where = "in-cluster service account"
     else:
         where = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-        await kube_config.load_kube_config(
+        loader = await kube_config.load_kube_config(
             config_file=where, context=config.context, client_configuration=configuration
         )
     configuration.connection_pool_maxsize = pool_size  # one connection per open watch
-    log.info("connecting to %s (%s)", configuration.host, where)
-    return ApiClientTransport(client.ApiClient(configuration=configuration))
+    credentials = _credentials(configuration, loader)
+    log.info("connecting to %s (%s, %s credentials)", configuration.host, where, credentials.kind)
+    return ApiClientTransport(client.ApiClient(configuration=configuration), credentials)
 
 
 class KubeSource:
@@ -206,6 +254,15 @@ class KubeSource:
                     lines.append(line)
         return ready, sorted(lines)
 
+    def unreadable(self) -> frozenset[tuple[str, str]]:
+        """(kind, namespace) of every scope the exporter may not read (403/404); namespace "" for
+        a scope of all namespaces or a cluster-scoped kind. The engine withholds what it would
+        compute over them (``exporter.engine.visibility``)."""
+        return frozenset(
+            (loop.resource.kind, loop.namespace or "")
+            for loops in self._loops.values() for loop, _ in loops if loop.unreadable
+        )
+
     @property
     def synced(self) -> dict[str, bool]:
         return {r.name: self.stats.resource(r.name).synced for r in self._resources.values()}
@@ -259,6 +316,7 @@ class KubeSource:
             scopes = self._config.namespaces
         stats = self.stats.resource(resource.name)
         stats.available, stats.version = True, resource.version
+        stats.unready_after = self._config.loop.unready_after
         on_object = self._note_machine_pool if resource.kind == "MachinePool" else None
         loops = []
         assert self._transport is not None

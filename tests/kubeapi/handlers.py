@@ -43,6 +43,7 @@ class HandlersMixin:
     async def _dispatch(self: FakeKubeAPI, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
         try:
+            self._check_auth(request)
             if parts == ["version"]:
                 return self.json_response({"major": "1", "minor": "33", "gitVersion": "v1.33.0-fake"})
             if parts and parts[0] == "api":

@@ -6,7 +6,9 @@ resourceVersion over the bounded history, 410 when too old, BOOKMARKs, ERROR eve
 timeoutSeconds), simple create/update/delete over HTTP, a request log, and fault injection driven
 by the test: error statuses for a while (with Retry-After), stalled or dropped watch streams,
 in-stream errors, compaction, expired continue tokens, the whole server going down and coming back
-on the same port, and a restart whose watch cache answers 429 while it initialises.
+on the same port, and a restart whose watch cache answers 429 while it initialises. Bearer tokens
+can be checked (``accept_tokens``): any other Authorization answers 401, as a real server answers
+an expired or revoked token; every Authorization header received is recorded.
 
 Bookmarks follow a real API server's watch cache: each resource has a cache resourceVersion that
 moves with that resource's own writes, or with etcd's progress notification
@@ -149,6 +151,10 @@ class FakeKubeAPI(HandlersMixin):
         self.cache_rv: dict[tuple[str, str], int] = {}
         self._initializing_until = 0.0  # loop time: until then lists and watches answer 429
         self._initializing_retry_after = 1
+        # Bearer tokens the server accepts (None: any request, authenticated or not). Others get
+        # 401 Unauthorized, as a real server answers an expired, revoked or unknown token.
+        self.tokens: set[str] | None = None
+        self.authorizations: list[str] = []  # the Authorization header of every request, in order
         self._runner: web.AppRunner | None = None
 
     # ---- lifecycle ----
@@ -292,6 +298,25 @@ class FakeKubeAPI(HandlersMixin):
             if type_for(str(obj.get("apiVersion", "")), str(obj.get("kind", ""))).group:
                 self.apply(obj)
         return len(objects)
+
+    # ---- authentication ----
+
+    def accept_tokens(self, *tokens: str) -> None:
+        """Accept only these bearer tokens from now on (none given: refuse every request).
+
+        Open watches are not cut: as on a real server, a watch authenticated before a token was
+        revoked runs on to its timeoutSeconds; the next request is refused.
+        """
+        self.tokens = set(tokens)
+
+    def _check_auth(self, request: web.Request) -> None:
+        header = request.headers.get("Authorization", "")
+        self.authorizations.append(header)
+        if self.tokens is None:
+            return
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or token not in self.tokens:
+            raise ApiError(401, "Unauthorized", "Unauthorized")
 
     # ---- fault injection ----
 
