@@ -7,6 +7,13 @@ because time-dependent rules change with the clock alone). Until the source firs
 the loop evaluates only in rare progress passes, then everything listed at once; readiness
 follows that pass. Also owns start-up and graceful shutdown on SIGTERM or SIGINT, and the
 adapters that turn each source's plain counters into self-metrics.
+
+Containment, one point per stage: a group whose evaluation raises is left out of the metrics
+(``Pipeline.evaluate_group``) and an object whose rendering raises is left out by the renderer;
+either is counted (``fleet_status_exporter_errors_total{stage}``) and logged once with its name
+until it recovers, and the rest is exported. Every background task runs ``supervised``: an
+exception is logged and the task restarted after a backoff, so only a signal (or a task that
+returns, on purpose) ends the process.
 The only module that knows every layer; it holds no business rule.
 """
 
@@ -17,7 +24,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Protocol
 
 from aiohttp import web
@@ -142,8 +149,39 @@ class Pipeline:
         self.ready = False
         # Once ready, passes wait out bursts of changes (see exporter/batching.py).
         self.batcher = Batcher()
+        self._failing: set[GroupKey] = set()  # groups whose evaluation raised, logged already
+        self._render_failures = 0  # the renderer's failures already counted
 
     def evaluate_group(self, key: GroupKey, now: float) -> None:
+        """Evaluate and render one group; if that raises, the group is left out of the metrics
+        (counted, logged once until it evaluates again) and the other groups are unaffected."""
+        try:
+            self._evaluate_group(key, now)
+        except Exception as exc:
+            self.stats.errors["evaluate"] = self.stats.errors.get("evaluate", 0) + 1
+            if key not in self._failing:
+                self._failing.add(key)
+                log.error("cannot evaluate a group; its objects are left out of the metrics",
+                          extra={"group": _printable("/".join(key)), "error": _printable(repr(exc)[:300])},
+                          exc_info=True)
+            for old in self._members.pop(key, []):
+                self.previous.pop(old, None)
+            self._memos.pop(key, None)
+            self.renderer.remove_group(key)
+            return
+        if key in self._failing:
+            self._failing.discard(key)
+            log.info("group evaluates again", extra={"group": _printable("/".join(key))})
+
+    def _count_render_failures(self) -> None:
+        for key, error in self.renderer.take_failed():
+            log.error("cannot render an object; it is left out of the metrics",
+                      extra={"object": _printable("/".join(key)), "error": _printable(error)})
+        failures = self.renderer.failures
+        self.stats.errors["render"] = self.stats.errors.get("render", 0) + failures - self._render_failures
+        self._render_failures = failures
+
+    def _evaluate_group(self, key: GroupKey, now: float) -> None:
         group = self.store.build(key)
         members = self._members.pop(key, [])
         if group is None:
@@ -210,6 +248,7 @@ class Pipeline:
         for key in sorted(groups):
             self.evaluate_group(key, now)
             await time_slice.pause()
+        self._count_render_failures()
         self.passes += 1
         self.stats.evaluations += 1
         self.stats.evaluated_groups += len(groups)
@@ -252,6 +291,34 @@ class Pipeline:
             if groups or exported:
                 await self.run_pass(groups, exported)
             self.ready = self.ready or synced
+
+
+def _printable(text: str) -> str:
+    """``text`` safe to log: lone surrogates (from a JSON manifest) as escapes."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+async def supervised(name: str, run: Callable[[], Awaitable[None]], stats: ExporterStats, *,
+                     backoff: float = 1.0, backoff_max: float = 30.0) -> None:
+    """Run ``run()`` until it returns; after an exception, log it, count it and run it again.
+
+    Waits ``backoff`` seconds before a restart, doubling to ``backoff_max`` while the task keeps
+    failing within that long of starting. A return ends this too: only on purpose.
+    """
+    delay = backoff
+    while True:
+        started = time.monotonic()
+        try:
+            await run()
+            return
+        except Exception as exc:
+            stats.errors["task"] = stats.errors.get("task", 0) + 1
+            if time.monotonic() - started > backoff_max:
+                delay = backoff  # it ran well for a while: not a crash loop
+            log.error("task failed; restarting it", exc_info=True,
+                      extra={"task": name, "error": _printable(repr(exc)[:300]), "retry_seconds": delay})
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, backoff_max)
 
 
 def file_resources(stats: FileStats) -> list[ResourceStats]:
@@ -312,7 +379,7 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
         source_ready: Callable[[], tuple[bool, list[str]]] = (  # noqa: E731
             lambda: (files.synced, [] if files.synced else ["files: not read yet"]))
         resources: Callable[[], Iterable[ResourceStats]] = lambda: file_resources(files.stats)  # noqa: E731
-        tasks.append(asyncio.create_task(files.run(), name="files"))
+        tasks.append(asyncio.create_task(supervised("files", files.run, stats), name="files"))
     else:
         from exporter.sources.kube import KubeSource, KubeSourceConfig, SourceStats
 
@@ -365,11 +432,15 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    tasks.append(asyncio.create_task(pipeline.run(), name="evaluation"))
-    reporter = asyncio.create_task(_report_sync(source_synced, store, renderer), name="sync-report")
-    collector = asyncio.create_task(manage_gc(lambda: pipeline.ready), name="gc")
-    trimmer = asyncio.create_task(allocator.trim_periodically(libc), name="malloc-trim")
-    compactor = asyncio.create_task(keep_compressed(renderer, builder), name="compaction")
+    tasks.append(asyncio.create_task(supervised("evaluation", pipeline.run, stats), name="evaluation"))
+
+    def background(name: str, run: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+        return asyncio.create_task(supervised(name, run, stats), name=name)
+
+    reporter = background("sync-report", lambda: _report_sync(source_synced, store, renderer))
+    collector = background("gc", lambda: manage_gc(lambda: pipeline.ready))
+    trimmer = background("malloc-trim", lambda: allocator.trim_periodically(libc))
+    compactor = background("compaction", lambda: keep_compressed(renderer, builder))
     stopper = asyncio.create_task(stop.wait())
     # The source and the evaluation loop run until cancelled: either ending means something broke.
     done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)

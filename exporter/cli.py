@@ -11,10 +11,14 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from exporter import __version__, implementation
 from exporter.config import DEFAULT_LISTEN, OUTPUTS, Config, ConfigError, build
 from exporter.logging_setup import FORMATS, LEVELS
+
+if TYPE_CHECKING:
+    from exporter.engine.model import Base
 
 COMMANDS = ("serve", "evaluate")
 
@@ -85,15 +89,47 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def evaluate(config: Config) -> int:
-    from exporter.engine.evaluate import evaluate_all
-    from exporter.report import render_evaluation
+    """Read, evaluate and print; a file, a group or an object that fails is named on stderr and
+    left out (exit 1), the rest is printed."""
+    from exporter.engine.evaluate import evaluate_group
+    from exporter.engine.grouping import group_projections
+    from exporter.engine.model import Result
+    from exporter.report import printable, render_evaluation
     from exporter.sources.files import load
 
     assert config.from_files is not None  # build() guarantees it for evaluate
     loaded = load(config.from_files)
     for error in loaded.errors:
-        print(f"fleet-status-exporter: cannot read {error}", file=sys.stderr)
+        print(f"fleet-status-exporter: cannot read {printable(error)}", file=sys.stderr)
     now = config.now if config.now is not None else time.time()
-    results = evaluate_all(loaded.projections, now)
-    sys.stdout.write(render_evaluation(results, loaded.projections, config.output).rstrip("\n") + "\n")
-    return 1 if loaded.errors else 0
+    failures: list[str] = []
+    results: list[Result] = []
+    for group in group_projections(loaded.projections):  # evaluate_all, one group at a time
+        try:
+            results.extend(evaluate_group(group, {}, now))
+        except Exception as exc:
+            failures.append(f"cannot evaluate the group of {printable(_group_name(group))}: "
+                            f"{type(exc).__name__}: {printable(str(exc))[:200]}")
+    results.sort(key=lambda r: (r.namespace, r.cluster_name, r.kind, r.name))
+    text = render_evaluation(results, loaded.projections, config.output, failures)
+    for failure in failures:
+        print(f"fleet-status-exporter: {failure}", file=sys.stderr)
+    sys.stdout.write(text.rstrip("\n") + "\n")
+    return 1 if loaded.errors or failures else 0
+
+
+def _group_name(group: object) -> str:
+    """The object a group is named after (its Cluster, its MWRS, its only object)."""
+    from exporter.engine.evaluate_types import CapiGroup, MwrsGroup, SingleGroup
+
+    objects: list[Base] = []
+    if isinstance(group, CapiGroup):
+        objects = sorted(group.objects, key=lambda o: o.meta.kind != "Cluster")
+    elif isinstance(group, MwrsGroup):
+        objects = [group.mwrs] if group.mwrs is not None else list(group.manifest_works)
+    elif isinstance(group, SingleGroup):
+        objects = [group.obj]
+    if not objects:
+        return "(empty group)"
+    o = objects[0]
+    return f"{o.meta.kind} {o.meta.namespace}/{o.meta.name}"[:300]

@@ -2,15 +2,18 @@
 
 Owns the JSON shape of design.md (``{"objects": [...]}`` with reported and computed conditions,
 counters and phase per object) and the ``clusterctl describe``-like table: one line per object,
-its worst conditions first, reasons and messages shown. Owns no evaluation.
+its worst conditions first, reasons and messages shown. Text from objects reaches a terminal
+only escaped (``printable``): names, reasons and messages cannot move the cursor, colour the
+screen or break a line. One object that cannot be rendered is left out and named in ``errors``;
+the others are printed. Owns no evaluation.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from exporter.engine.conditions import Priority, display_priority
 from exporter.engine.model import (
@@ -40,6 +43,20 @@ HEADLINE = {
     "Placement": "PlacementSatisfied",
 }
 MESSAGE_WIDTH = 100
+_T = TypeVar("_T")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (control and format characters, line
+    and paragraph separators, lone surrogates) written as a Python escape (``\\x1b``, ``\\u202e``)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def rfc3339(ts: float | None) -> str | None:
@@ -66,8 +83,24 @@ def result_json(r: Result) -> dict[str, Any]:
     }
 
 
-def render_json(results: Sequence[Result]) -> str:
-    return json.dumps({"objects": [result_json(r) for r in results]}, indent=2, sort_keys=False) + "\n"
+def render_json(results: Sequence[Result], errors: list[str] | None = None) -> str:
+    # ensure_ascii (the default) writes any string, lone surrogates included, as \uXXXX escapes.
+    objects = _contained(results, result_json, errors)
+    return json.dumps({"objects": objects}, indent=2, sort_keys=False) + "\n"
+
+
+def _contained(results: Iterable[Result], render: Callable[[Result], _T],
+               errors: list[str] | None) -> list[_T]:
+    """``render`` of each result; one that raises is left out and named in ``errors``."""
+    out: list[_T] = []
+    for r in results:
+        try:
+            out.append(render(r))
+        except Exception as exc:
+            if errors is not None:
+                errors.append(f"{printable(r.kind)} {printable(r.namespace)}/{printable(r.name)}: "
+                              f"cannot render: {type(exc).__name__}: {printable(str(exc))[:200]}")
+    return out
 
 
 def effective_conditions(r: Result) -> list[Condition]:
@@ -89,17 +122,18 @@ def _worst_first(r: Result) -> list[Condition]:
 def _line(depth_prefix: str, cont_prefix: str, r: Result) -> list[str]:
     conditions = _worst_first(r)
     shown = [c for c in conditions[:1]] + [c for c in conditions[1:] if display_priority(c) < Priority.INFO]
-    label = f"{depth_prefix}{r.kind}/{r.name}"
-    status = "  ".join(f"{c.type}={c.status.value}({c.reason})" for c in shown) or "-"
-    extra = f"  phase={r.phase}" if r.phase else ""
+    p = printable
+    label = f"{depth_prefix}{p(r.kind)}/{p(r.name)}"
+    status = "  ".join(f"{p(c.type)}={c.status.value}({p(c.reason)})" for c in shown) or "-"
+    extra = f"  phase={p(r.phase)}" if r.phase else ""
     lines = [f"{label:<60} {status}{extra}"]
     pad = cont_prefix + "  "
     for c in shown:
         if c.message and (display_priority(c) < Priority.INFO):
             for text in c.message.splitlines()[:6]:
-                lines.append(f"{pad}{c.type}: {text[:MESSAGE_WIDTH]}")
+                lines.append(f"{pad}{p(c.type)}: {p(text[:MESSAGE_WIDTH])}")
     for f in r.findings:
-        lines.append(f"{pad}! {f.code} ({f.severity}): {f.message[:MESSAGE_WIDTH]}")
+        lines.append(f"{pad}! {p(f.code)} ({p(f.severity)}): {p(f.message[:MESSAGE_WIDTH])}")
     return lines
 
 
@@ -124,7 +158,8 @@ def _parent_of(obj: Base, by_key: Mapping[ObjectKey, Base]) -> ObjectKey | None:
     return None
 
 
-def render_table(results: Sequence[Result], projections: Iterable[Base]) -> str:
+def render_table(results: Sequence[Result], projections: Iterable[Base],
+                 errors: list[str] | None = None) -> str:
     """The tree view: Clusters with their descendants, then the OCM objects."""
     by_key = {p.key: p for p in projections}
     result_of = {r.key: r for r in results}
@@ -146,7 +181,9 @@ def render_table(results: Sequence[Result], projections: Iterable[Base]) -> str:
         kids = children.get(key, [])
         child_prefix = prefix if top else prefix + ("  " if last else "│ ")
         # Message lines sit under their object, keeping the tree's vertical bars intact.
-        lines.extend(_line(prefix + branch, child_prefix + ("│ " if kids else "  "), result_of[key]))
+        render = lambda r: _line(prefix + branch, child_prefix + ("│ " if kids else "  "), r)  # noqa: E731
+        for rendered in _contained([result_of[key]], render, errors):
+            lines.extend(rendered)
         for i, kid in enumerate(kids):
             walk(kid, child_prefix, i == len(kids) - 1, False)
 
@@ -155,14 +192,16 @@ def render_table(results: Sequence[Result], projections: Iterable[Base]) -> str:
     for root in roots:
         if root[1] != current_ns:
             current_ns = root[1]
-            lines.append(f"\n# namespace {current_ns or '(cluster-scoped)'}")
+            lines.append(f"\n# namespace {printable(current_ns) or '(cluster-scoped)'}")
         walk(root, "", True, True)
     return "\n".join(lines) + "\n"
 
 
-def render_evaluation(results: Sequence[Result], projections: Iterable[Base], output: str) -> str:
+def render_evaluation(results: Sequence[Result], projections: Iterable[Base], output: str,
+                      errors: list[str] | None = None) -> str:
+    """The document for ``output``; objects that cannot be rendered are named in ``errors``."""
     if output == "json":
-        return render_json(results)
+        return render_json(results, errors)
     if output == "table":
-        return render_table(results, projections)
+        return render_table(results, projections, errors)
     raise ValueError(f"unknown output format {output!r}: use json or table")

@@ -32,7 +32,10 @@ bases are immutable and a pending dict is copied before its first change after a
 on write), which is what lets a snapshot's members be built elsewhere while the loop keeps
 rendering. ``Renderer.commit`` and ``install`` (back on the
 loop) install the bases built for buckets not rebuilt since, keeping what changed after pending.
-Owns no evaluation, no HTTP and no self-metrics.
+Containment: an object whose rendering raises (a lone surrogate in its name cannot be encoded,
+a bug in an extractor) is left out, its earlier lines removed; it is counted in ``failures``
+and reported once in ``take_failed`` until it renders again. The other objects are unaffected.
+Owns no evaluation, no HTTP, no logging and no self-metrics.
 """
 
 from __future__ import annotations
@@ -339,6 +342,9 @@ class Renderer:
         # Bumped by every snapshot: a bucket whose pending dict predates it copies it before a change.
         self._epoch = 0
         self.renders = 0  # objects rendered since start (a self-metric; tests read it)
+        self.failures = 0  # renderings that raised (each leaves its object out)
+        self._failing: set[ObjectKey] = set()  # objects left out since their rendering raised
+        self._failed: list[tuple[ObjectKey, str]] = []  # newly failing, until ``take_failed``
         # Per kind, the families that declare the fields they read, with a getter of those fields.
         self._field_getters: dict[str, list[tuple[int, attrgetter[Any]]]] = {}
         self._by_reads: dict[str, dict[Reads, list[int]]] = {}  # per kind: family indices by ``reads``
@@ -357,7 +363,7 @@ class Renderer:
             # Most members of an evaluated group are unchanged, the very same objects: skip them
             # here rather than in a call to ``_put`` each.
             if entry is None or entry.obj is not obj or entry.result is not result:
-                self._put(obj, result)
+                self._put_contained(obj, result)
         for key in self._members.get(group, set()) - fresh:
             self._drop(key)
         if fresh:
@@ -377,12 +383,17 @@ class Renderer:
         if not all(obj.key in members for obj, _ in items):
             return False
         for obj, result in items:
-            self._put(obj, result)
+            self._put_contained(obj, result)
         self._compact()
         return True
 
     def remove_group(self, group: GroupKey) -> None:
         self.update_group(group, ())
+
+    def take_failed(self) -> list[tuple[ObjectKey, str]]:
+        """Objects whose rendering started failing since the last call, with the error."""
+        failed, self._failed = self._failed, []
+        return failed
 
     def groups(self) -> list[GroupKey]:
         return list(self._members)
@@ -490,6 +501,22 @@ class Renderer:
             bases.append(b.base)
         return _Clean(tuple(bases), tuple(b.gz for b in bases), fam.size) if bases else None
 
+    def _put_contained(self, obj: Base, result: Result) -> None:
+        """``_put``; if it raises, the object is left out (its earlier lines too) and recorded."""
+        key = obj.key
+        try:
+            self._put(obj, result)
+        except Exception as exc:
+            self.failures += 1
+            new = key not in self._failing
+            self._drop(key)
+            self._failing.add(key)
+            if new:
+                self._failed.append((key, f"{type(exc).__name__}: {exc}"[:300]))
+            return
+        if self._failing:
+            self._failing.discard(key)
+
     def _put(self, obj: Base, result: Result) -> None:
         spec = kind_spec(obj)
         if spec is None:
@@ -568,6 +595,8 @@ class Renderer:
         return [i for i, get in getters if get(old) == get(new)]
 
     def _drop(self, key: ObjectKey) -> None:
+        if self._failing:
+            self._failing.discard(key)
         entry = self._entries.pop(key, None)
         if entry is None:
             return

@@ -3,8 +3,11 @@
 Owns the self-metric families (declared as data next to the object catalog, documented with it),
 ``ResourceStats`` (what a source reports per watched resource: list/watch results, events,
 relists, objects, invalid objects, sync state, whether it may be read) and ``ExporterStats``
-(scrapes and evaluations). These few series are rendered fresh at every scrape. Owns no source:
-a source, or an adapter in the composition root, turns its own counters into ``ResourceStats``.
+(scrapes, evaluations, contained errors). These few series are rendered fresh at every scrape.
+Their labels are bounded: at most ``MAX_RESOURCES`` resource values (the resources with the most
+objects keep their name, the rest are summed into ``resource="other"``), so manifests with
+invented kinds cannot multiply the series. Owns no source: a source, or an adapter in the
+composition root, turns its own counters into ``ResourceStats``.
 """
 
 from __future__ import annotations
@@ -12,12 +15,18 @@ from __future__ import annotations
 import platform
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from exporter import __version__
 from exporter.metrics.exposition import Sample, header, sample_lines
 from exporter.metrics.spec import FamilySpec, MetricType, family
 
 P = "fleet_status_exporter"
+MAX_RESOURCES: Final = 64  # resource label values, "other" included
+OTHER: Final = "other"
+# Where a failure was contained (errors_total{stage}): one evaluation group, one object's
+# rendering, one background task (restarted).
+STAGES: Final = ("evaluate", "render", "task")
 
 
 @dataclass(slots=True)
@@ -47,6 +56,7 @@ class ExporterStats:
     evaluated_groups: int = 0
     shard: int = 0
     total_shards: int = 1
+    errors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STAGES, 0))  # stage -> failures
 
 
 def _none(_: object) -> Iterable[Sample]:
@@ -81,6 +91,9 @@ FAMILIES: tuple[FamilySpec, ...] = (
           "(Unix seconds). Not the age of its data: the API server sends no bookmark on a resource "
           "nobody writes, so this stays old while the watch is current.",
           "gauge", ("resource",)),
+    _decl("errors_total", "Failures contained to what caused them, by stage: an evaluation group "
+          "(evaluate) or an object (render) left out of the metrics, or a background task restarted "
+          "(task); each is logged with its name.", "counter", ("stage",)),
     _decl("evaluation_duration_seconds", "How long the last evaluation pass took.", "gauge"),
     _decl("evaluations_total", "Evaluation passes run.", "counter"),
     _decl("evaluated_groups_total", "Evaluation groups (a Cluster with its objects, an MWRS with its works) "
@@ -104,7 +117,7 @@ def render(
     names: Collection[str] | None = None,
 ) -> bytes:
     """The self-metrics block of one scrape (only the families in ``names`` when it is given)."""
-    res = sorted(resources, key=lambda r: r.resource)
+    res = bounded(resources)
     samples: dict[str, list[Sample]] = {
         "build_info": [((__version__, platform.python_version()), 1.0)],
         "scrape_duration_seconds": _opt(stats.last_scrape_duration),
@@ -120,6 +133,7 @@ def render(
         "last_event_timestamp_seconds": [
             ((r.resource,), r.last_event_time) for r in res if r.last_event_time is not None
         ],
+        "errors_total": [((stage,), float(n)) for stage, n in sorted(stats.errors.items())],
         "evaluation_duration_seconds": _opt(stats.last_evaluation_duration),
         "evaluations_total": [((), float(stats.evaluations))],
         "evaluated_groups_total": [((), float(stats.evaluated_groups))],
@@ -135,6 +149,34 @@ def render(
             chunks.append(_HEADERS[name])
             chunks.append(sample_lines(name, "", _LABELS[name], items).encode())
     return b"".join(chunks)
+
+
+def bounded(resources: Iterable[ResourceStats], limit: int = MAX_RESOURCES) -> list[ResourceStats]:
+    """At most ``limit`` resources, sorted by name: beyond that, those with the fewest objects
+    are summed into one named ``other``."""
+    res = list(resources)
+    if len(res) <= limit:
+        return sorted(res, key=lambda r: r.resource)
+    res.sort(key=lambda r: (-(r.objects or 0), r.resource))
+    kept, rest = res[:limit - 1], res[limit - 1:]
+    other = ResourceStats(
+        resource=OTHER, synced=all(r.synced for r in rest),
+        lists=_sum(r.lists for r in rest), watches=_sum(r.watches for r in rest),
+        events=_sum(r.events for r in rest), relists=_sum(r.relists for r in rest),
+        objects=sum(r.objects or 0 for r in rest) if any(r.objects is not None for r in rest) else None,
+        invalid_objects=sum(r.invalid_objects for r in rest),
+        last_event_time=max((r.last_event_time for r in rest if r.last_event_time is not None), default=None),
+        unreadable=min((r.unreadable for r in rest if r.unreadable), default=None),
+    )
+    return sorted([*kept, other], key=lambda r: r.resource)
+
+
+def _sum(maps: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in maps:
+        for key, n in m.items():
+            out[key] = out.get(key, 0) + n
+    return out
 
 
 def _opt(value: float | None) -> list[Sample]:

@@ -4,9 +4,14 @@ Owns reading YAML and JSON the way ``kubectl get -o yaml|json`` writes it: multi
 ``kind: List`` (and ``<Kind>List``) with ``items``, directories walked recursively; projecting
 each object once with ``exporter.engine.parse.project``; replacing every kind's contents in the
 sink when a file changes (modification times and sizes are polled, so edits, additions and
-deletions are all seen); and plain counters the composition root turns into self-metrics. A file
-that fails to parse is logged with its path and keeps the objects of its last good read; the
-other files still load.
+deletions are all seen); and plain counters the composition root turns into self-metrics.
+
+One bad file costs that file only: any failure while reading, parsing or flattening it (a YAML
+error, JSON nested too deep for the parser, a file that expands through YAML aliases to more
+objects than its size allows, a permission error) is one read error, logged with its path, and
+the file keeps the objects of its last good read; the other files still load. A directory that
+cannot be listed is a read error too, and its files keep their last good objects; permission
+changes (which move a file's ctime, not its mtime) make the next poll read again.
 Owns no evaluation and no metrics.
 """
 
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -24,13 +30,21 @@ from typing import Any, Protocol
 import yaml
 
 from exporter.engine.model import Base
-from exporter.engine.parse import project
+from exporter.engine.parse import OCM_KINDS, project
+from exporter.engine.parse_capi import CAPI_READERS
 
 log = logging.getLogger("exporter.sources.files")
 
 SUFFIXES = (".yaml", ".yml", ".json")
 # libyaml's loader parses ~10x faster than the pure-Python one; both are "safe" (no object tags).
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# What one file may expand to: one object per this many bytes of its text, plus a floor. Without
+# YAML aliases no object is shorter (``{kind: X}``); with them a few hundred bytes can name 10**9
+# objects (a ``kind: List`` of aliases of Lists of aliases), which are refused, not projected.
+BYTES_PER_OBJECT = 16
+MIN_OBJECT_LIMIT = 1_000
+# Kinds that label invalid objects in self-metrics; any other kind is counted as "" (unknown).
+KNOWN_KINDS: frozenset[str] = frozenset({kind for _, kind in CAPI_READERS} | OCM_KINDS)
 
 
 class Sink(Protocol):
@@ -57,32 +71,85 @@ class Loaded:
     by_file: dict[str, list[Base]] = field(default_factory=dict)  # what each file contributed
 
 
+class ExpansionError(ValueError):
+    """A file names more objects than its size allows (YAML aliases)."""
+
+
 def manifest_files(path: Path) -> list[Path]:
+    return walk(path)[0]
+
+
+def walk(path: Path) -> tuple[list[Path], list[tuple[Path, OSError]]]:
+    """Manifest files under ``path`` (sorted; hidden names and symlinked directories skipped),
+    and the directories that could not be listed, with why."""
     if path.is_file():
-        return [path]
-    return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES and not _hidden(p, path))
+        return [path], []
+    found: list[Path] = []
+    unreadable: list[tuple[Path, OSError]] = []
+    if not path.is_dir():
+        return found, unreadable
+    stack = [path]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except OSError as exc:
+            unreadable.append((directory, exc))
+            continue
+        for entry in listed:
+            if entry.name.startswith("."):
+                continue
+            child = directory / entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(child)
+                elif child.suffix in SUFFIXES and entry.is_file():
+                    found.append(child)
+            except OSError:  # vanished meanwhile, or a symlink into a directory we may not read
+                continue
+    return sorted(found), sorted(unreadable, key=lambda u: u[0])
 
 
-def _hidden(p: Path, root: Path) -> bool:
-    return any(part.startswith(".") for part in p.relative_to(root).parts)
+def object_limit(text: str) -> int:
+    return MIN_OBJECT_LIMIT + len(text) // BYTES_PER_OBJECT
 
 
-def raw_objects(text: str, suffix: str) -> Iterator[Mapping[str, Any]]:
-    """Every object in one file's text; ``List`` documents are flattened."""
+def raw_objects(text: str, suffix: str, limit: int | None = None) -> Iterator[Mapping[str, Any]]:
+    """Every object in one file's text; ``List`` documents are flattened.
+
+    Raises ExpansionError once more than ``limit`` (default ``object_limit(text)``) come out.
+    """
+    limit = object_limit(text) if limit is None else limit
     docs: Iterable[Any] = [json.loads(text)] if suffix == ".json" else yaml.load_all(text, Loader=_LOADER)
+    count = 0
     for doc in docs:
-        yield from _flatten(doc)
+        for obj in _flatten(doc):
+            count += 1
+            if count > limit:
+                raise ExpansionError(f"expands to more than {limit} objects (YAML aliases?); refused")
+            yield obj
 
 
 def _flatten(doc: Any) -> Iterator[Mapping[str, Any]]:
-    if not isinstance(doc, Mapping):
-        return
-    kind = doc.get("kind")
-    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
-        for item in doc["items"]:
-            yield from _flatten(item)
-        return
-    yield doc
+    # Iterative: Lists nested thousands deep must not exhaust the interpreter's stack.
+    stack: list[Iterator[Any]] = [iter((doc,))]
+    while stack:
+        item = next(stack[-1], _DONE)
+        if item is _DONE:
+            stack.pop()
+            continue
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("kind")
+        items = item.get("items")
+        if isinstance(kind, str) and kind.endswith("List") and isinstance(items, list):
+            stack.append(iter(items))
+            continue
+        yield item
+
+
+_DONE = object()
 
 
 def load(path: Path, previous: Mapping[str, list[Base]] | None = None) -> Loaded:
@@ -95,30 +162,55 @@ def load(path: Path, previous: Mapping[str, list[Base]] | None = None) -> Loaded
     by_file: dict[str, list[Base]] = {}
     invalid: dict[str, int] = {}
     errors: list[str] = []
-    for file in manifest_files(path):
+    files, unreadable = walk(path)
+    for directory, exc in unreadable:
+        # Its files cannot be listed: those the last good read found keep their objects.
+        prefix = os.path.join(str(directory), "")
+        kept_files = {name: objs for name, objs in (previous or {}).items() if name.startswith(prefix)}
+        count = sum(len(objs) for objs in kept_files.values())
+        note = f"; keeping the {count} objects of its files from the last good read" if count else ""
+        errors.append(f"{directory}: cannot list directory: {exc.strerror or exc}{note}")
+        by_file.update(kept_files)
+    for file in files:
         name = str(file)
         try:
-            raws = list(raw_objects(file.read_text(encoding="utf-8"), file.suffix))
-        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+            objects = _read(file, invalid)
+        except Exception as exc:  # whatever it is, it costs this file only
             kept = (previous or {}).get(name)
             note = f"; keeping its {len(kept)} objects from the last good read" if kept else ""
-            errors.append(f"{file}: {exc}{note}")
+            errors.append(f"{file}: {_describe(exc)}{note}")
             objects = list(kept or [])
-        else:
-            objects = []
-            for raw in raws:
-                obj = project(raw)
-                if obj is None:
-                    if _is_known_kind_without_identity(raw):
-                        kind = raw.get("kind")
-                        label = kind if isinstance(kind, str) else ""
-                        invalid[label] = invalid.get(label, 0) + 1
-                    continue
-                objects.append(obj)
         by_file[name] = objects
+    for objects in by_file.values():
         for obj in objects:
             by_key[obj.key] = obj  # the same object in two files: the later file wins
     return Loaded(list(by_key.values()), invalid, errors, by_file)
+
+
+def _read(file: Path, invalid: dict[str, int]) -> list[Base]:
+    """One file's projections; counts its invalid objects into ``invalid`` only once it is read."""
+    raws = list(raw_objects(file.read_text(encoding="utf-8"), file.suffix))
+    objects: list[Base] = []
+    found: dict[str, int] = {}
+    for raw in raws:
+        obj = project(raw)  # never raises
+        if obj is None:
+            if _is_known_kind_without_identity(raw):
+                kind = raw.get("kind")
+                label = kind if isinstance(kind, str) and kind in KNOWN_KINDS else ""
+                found[label] = found.get(label, 0) + 1
+            continue
+        objects.append(obj)
+    for label, n in found.items():
+        invalid[label] = invalid.get(label, 0) + n
+    return objects
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError | ValueError | yaml.YAMLError):  # their text says what is wrong
+        return str(exc)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text[:500]}" if text else type(exc).__name__
 
 
 def _is_known_kind_without_identity(raw: Mapping[str, Any]) -> bool:
@@ -132,15 +224,21 @@ def _is_known_kind_without_identity(raw: Mapping[str, Any]) -> bool:
     return ours and not (named and isinstance(raw.get("kind"), str))
 
 
-def fingerprint(path: Path) -> tuple[tuple[str, int, int], ...]:
-    """Paths with modification time and size: any edit, addition or removal changes it."""
-    out = []
-    for file in manifest_files(path) if path.exists() else []:
+Fingerprint = tuple[tuple[str, int, int, int], ...]
+
+
+def fingerprint(path: Path) -> Fingerprint:
+    """Paths with modification time, change time and size: any edit, addition or removal
+    changes it, and so does a permission change (it moves the ctime), which may make a file or
+    directory readable again. Directories that cannot be listed are in it, by their ctime."""
+    out: list[tuple[str, int, int, int]] = []
+    files, unreadable = walk(path) if path.exists() else ([], [])
+    for entry in [*files, *(d for d, _ in unreadable)]:
         try:
-            st = file.stat()
+            st = entry.stat()
         except OSError:
             continue
-        out.append((str(file), st.st_mtime_ns, st.st_size))
+        out.append((str(entry), st.st_mtime_ns, st.st_ctime_ns, st.st_size))
     return tuple(out)
 
 
@@ -153,7 +251,7 @@ class FileSource:
         self.poll_interval = poll_interval
         self.stats = FileStats()
         self._kinds: set[str] = set()
-        self._seen: tuple[tuple[str, int, int], ...] | None = None
+        self._seen: Fingerprint | None = None
         self._last_good: dict[str, list[Base]] = {}
 
     @property

@@ -1,0 +1,177 @@
+"""One bad object never stops the rest in ``serve``: a failure while evaluating one group or
+rendering one object is contained to it (counted in fleet_status_exporter_errors_total, logged
+once with its name, the others still exported), and a background task that fails is restarted
+rather than ending the process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter import app as app_module
+from exporter.app import FilteringSink, Pipeline
+from exporter.engine.grouping import GroupKey
+from exporter.metrics.renderer import Renderer
+from exporter.metrics.selfmetrics import ExporterStats, render
+from exporter.sources.files import FileSource, load
+from exporter.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+NOW = 1_795_176_000.0
+
+
+def cluster(name: str, ns: str = "ns") -> dict[str, Any]:
+    meta = {"name": name, "namespace": ns}
+    return {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "metadata": meta}
+
+
+def machine(name: str, cluster_name: str) -> dict[str, Any]:
+    return {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+            "metadata": {"name": name, "namespace": "ns",
+                         "labels": {"cluster.x-k8s.io/cluster-name": cluster_name}},
+            "spec": {"clusterName": cluster_name}}
+
+
+async def _loaded_pipeline(tmp_path: Path) -> tuple[Pipeline, Store]:
+    store = Store()
+    sink = FilteringSink(store)
+    pipeline = Pipeline(store, sink, Renderer(), ExporterStats(), lambda _key: True)
+    pipeline.clock = lambda: NOW
+    source = FileSource(tmp_path, sink)
+    await source.poll_once()
+    return pipeline, store
+
+
+def _error_count(stats: ExporterStats, stage: str) -> float:
+    body = render(stats, [], rendered_objects=0, cached_objects=0).decode()
+    for line in body.splitlines():
+        if line.startswith(f'fleet_status_exporter_errors_total{{stage="{stage}"}}'):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+async def test_an_object_that_cannot_be_rendered_costs_only_itself(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # json.dumps writes the lone surrogate as \ud800, which json.loads reads back as one.
+    docs = [cluster("c1"), machine("good", "c1"), machine("bad\ud800", "c1"), cluster("c2")]
+    (tmp_path / "fleet.json").write_text(json.dumps({"kind": "List", "items": docs}))
+    pipeline, store = await _loaded_pipeline(tmp_path)
+    groups = store.take_dirty()
+    with caplog.at_level(logging.WARNING, logger="exporter.app"):
+        await pipeline.run_pass(set(groups))
+        await pipeline.run_pass(set(groups))  # the same failure again: not logged again
+    body = pipeline.renderer.render_body().decode()
+    assert 'name="good"' in body and 'name="c1"' in body and 'name="c2"' in body
+    assert "bad" not in body
+    failures = [r for r in caplog.records if "bad" in r.getMessage() + str(getattr(r, "object", ""))]
+    assert len(failures) == 1, [r.getMessage() for r in caplog.records]
+    assert _error_count(pipeline.stats, "render") == 2
+
+
+async def test_a_group_whose_evaluation_raises_costs_only_that_group(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = [cluster("c1"), machine("m1", "c1"), cluster("c2"), machine("m2", "c2")]
+    (tmp_path / "fleet.json").write_text(json.dumps({"kind": "List", "items": docs}))
+    pipeline, store = await _loaded_pipeline(tmp_path)
+    real = app_module.evaluate_group_reusing
+
+    def failing(group: Any, *args: Any) -> Any:
+        if any(obj.meta.name == "c2" for obj in getattr(group, "objects", ())):
+            raise ZeroDivisionError("a bug in a rule")
+        return real(group, *args)
+
+    monkeypatch.setattr(app_module, "evaluate_group_reusing", failing)
+    groups: set[GroupKey] = store.take_dirty()
+    with caplog.at_level(logging.WARNING, logger="exporter.app"):
+        await pipeline.run_pass(set(groups))
+        await pipeline.run_pass(set(groups))
+    body = pipeline.renderer.render_body().decode()
+    assert 'name="m1"' in body and 'name="c1"' in body
+    assert 'name="c2"' not in body and 'name="m2"' not in body
+    logged = [r for r in caplog.records if "ZeroDivisionError" in str(getattr(r, "error", ""))]
+    assert len(logged) == 1 and "c2" in str(getattr(logged[0], "group", ""))
+    assert _error_count(pipeline.stats, "evaluate") == 2
+
+    monkeypatch.setattr(app_module, "evaluate_group_reusing", real)  # fixed: the group comes back
+    await pipeline.run_pass(set(groups))
+    assert 'name="m2"' in pipeline.renderer.render_body().decode()
+
+
+async def test_a_failing_background_task_is_restarted_not_ended() -> None:
+    stats = ExporterStats()
+    runs: list[int] = []
+
+    async def flaky() -> None:
+        runs.append(1)
+        if len(runs) < 3:
+            raise RuntimeError("boom")
+
+    await asyncio.wait_for(app_module.supervised("flaky", flaky, stats, backoff=0.0), 5)
+    assert len(runs) == 3
+    assert _error_count(stats, "task") == 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _metrics(port: int) -> str:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            return str(resp.read().decode())
+    except OSError:
+        return ""
+
+
+def test_serve_keeps_serving_the_good_files_beside_hostile_ones(tmp_path: Path) -> None:
+    fleet = tmp_path / "fleet"
+    shutil.copytree(EXAMPLES / "capi", fleet)
+    (fleet / "deep.json").write_text("[" * 100_000)
+    (fleet / "surrogate.json").write_text(json.dumps(cluster("lone\ud800")))
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exporter", "--from-files", str(fleet), "--web.listen-address",
+         f"127.0.0.1:{port}", "--files.poll-interval", "0.2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+    )
+    try:
+        body = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            body = _metrics(port)
+            if "capi_cluster_info" in body and 'fleet_status_exporter_errors_total{stage="render"}' in body:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        assert 'capi_cluster_info{name="prod-eu-1"' in body
+        assert "lone" not in body
+        assert 'fleet_status_exporter_list_total{resource="Cluster",result="error"} 1' in body
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_loaded_fixture_is_valid(tmp_path: Path) -> None:
+    (tmp_path / "c.json").write_text(json.dumps(cluster("lone\ud800")))
+    assert [o.meta.name for o in load(tmp_path).projections] == ["lone\ud800"]
