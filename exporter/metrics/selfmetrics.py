@@ -74,7 +74,9 @@ FAMILIES: tuple[FamilySpec, ...] = (
           "How long the previous unfiltered /metrics scrape took to build its body.", "gauge"),
     _decl("scrape_response_bytes",
           "The uncompressed size of the previous unfiltered /metrics response.", "gauge"),
-    _decl("resource_synced", "1 once the first list of a resource has completed.", "gauge", ("resource",)),
+    _decl("resource_synced", "1 while a resource's data is current: its first list has completed and it has "
+          "not failed to reach the API server (connection errors, 401, 5xx, 429) for longer than "
+          "60s; 0 otherwise.", "gauge", ("resource",)),
     _decl("resource_unreadable", "1 while the exporter may not read a resource (in some watched namespace): "
           "its list or watch answers 403 (reason forbidden: RBAC) or 404 (not_found); retried, "
           "not held against readiness.", "gauge", ("resource", "reason")),
@@ -87,9 +89,9 @@ FAMILIES: tuple[FamilySpec, ...] = (
     _decl("objects", "Objects of a resource held by the exporter.", "gauge", ("resource",)),
     _decl("invalid_objects", "Objects of a resource that could not be read (no identity, wrong shape).",
           "gauge", ("resource",)),
-    _decl("last_event_timestamp_seconds", "When the last watch event or bookmark of a resource arrived "
-          "(Unix seconds). Not the age of its data: the API server sends no bookmark on a resource "
-          "nobody writes, so this stays old while the watch is current.",
+    _decl("last_event_timestamp_seconds", "When the last completed list, watch event or bookmark of a "
+          "resource arrived (Unix seconds). Not the age of its data: the API server sends no bookmark "
+          "on a resource nobody writes, so this stays old while the watch is current.",
           "gauge", ("resource",)),
     _decl("errors_total", "Failures contained to what caused them, by stage: an evaluation group "
           "(evaluate) or an object (render) left out of the metrics, or a background task restarted "
