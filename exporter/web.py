@@ -8,6 +8,19 @@ texts decompressed one at a time as they are written) without ever joining it, t
 Content-Type, and recording the scrape's duration and size. Probes are not behind authentication
 so kubelets can reach them: ``/healthz`` is 200 while the process serves; ``/readyz`` is 200 or 503
 as the composition root's ``ready`` says, with a plain-text body of what is not current and why.
+With a web config, every response carries its ``headers``, requests beyond its ``rate_limit``
+get 429 (probes excepted), a connection whose verified client certificate has none of
+``client_allowed_sans`` is closed before any request is read, and basic auth answers 401 (429
+when too many password checks are already waiting).
+
+Connections (``LimitedSite``, ``ServerLimits``): a connection must send a request's headers within
+``header_timeout`` of connecting or of its first byte after a response, is closed after
+``idle_timeout`` without a request, and a response whose client reads nothing for
+``write_timeout`` is aborted. At most ``max_connections`` are open: beyond that a new connection
+evicts the one idle or waiting for headers the longest (a client that finished its headers is
+never evicted), so a flood of slow connections can neither exhaust descriptors nor keep a probe
+out. TLS handshakes are bounded by ``header_timeout`` too. ``make_probe_app`` serves only the
+probes, for a plain-HTTP listener the kubelet can reach when client certificates are required.
 Owns no knowledge of kinds or metric names.
 """
 
@@ -15,11 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
+import resource
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 from exporter.metrics import selfmetrics
 from exporter.metrics.exposition import CONTENT_TYPE
@@ -27,7 +44,9 @@ from exporter.metrics.renderer import Renderer, gzip_member
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.offload import MemberBuilder
 from exporter.timeslice import SLICE_SECONDS, TimeSlice
-from exporter.webconfig import WebConfig
+from exporter.webconfig import TokenBucket, WebConfig
+
+log = logging.getLogger("exporter.web")
 
 WRITE_CHUNK = 1 << 16  # small parts are joined up to this before a write, to save syscalls
 YIELD_AFTER_SECONDS = SLICE_SECONDS  # the longest a /metrics response writes before letting others run
@@ -53,12 +72,50 @@ class Exposition:
     ready_detail: Callable[[], Iterable[str]] = lambda: ()
 
 
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    header_timeout: float = 10.0  # connect (or first byte after a response) to end of headers
+    idle_timeout: float = 90.0  # without a request; above Prometheus' usual 1m interval, to keep alive
+    write_timeout: float = 30.0  # a response waiting this long for the client to read is aborted
+    max_connections: int = 0  # 0: half the soft RLIMIT_NOFILE, at most 512
+
+    def connection_limit(self) -> int:
+        if self.max_connections > 0:
+            return self.max_connections
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY:
+            return 512
+        return max(16, min(512, soft // 2))
+
+
+def _qvalue(params: str) -> float | None:
+    q = 1.0
+    for param in params.split(";"):
+        name, _, value = param.strip().partition("=")
+        if name.strip().lower() == "q":
+            try:
+                q = float(value.strip())
+            except ValueError:
+                return None  # an unreadable weight: the coding is ignored
+            if not 0.0 <= q <= 1.0:
+                return None
+    return q
+
+
 def _accepts_gzip(request: web.Request) -> bool:
+    """Gzip when the client gives it a weight above 0 (``*`` counts for gzip and identity when
+    they are not named) that is not below identity's (RFC 9110 12.5.3)."""
+    weights: dict[str, float] = {}
     for item in request.headers.get("Accept-Encoding", "").split(","):
         coding, _, params = item.strip().partition(";")
-        if coding.strip().lower() in ("gzip", "*") and params.replace(" ", "") not in ("q=0", "q=0.0"):
-            return True
-    return False
+        coding = coding.strip().lower()
+        q = _qvalue(params)
+        if coding and q is not None:
+            weights[coding] = max(q, weights.get(coding, 0.0)) if coding in weights else q
+    star = weights.get("*")
+    gzip = weights.get("gzip", weights.get("x-gzip", star if star is not None else 0.0))
+    identity = weights.get("identity", star if star is not None else 0.0)
+    return gzip > 0.0 and gzip >= identity
 
 
 async def _body(renderer: Renderer, exposition: Exposition, gzip: bool,
@@ -117,19 +174,99 @@ def _chunks(parts: Iterable[bytes], size: int = WRITE_CHUNK) -> Iterator[bytes]:
         yield b"".join(pending)
 
 
-def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web.Application:
+async def _write(request: web.Request, response: web.StreamResponse, chunk: bytes, timeout: float) -> None:
+    """``response.write``, aborting the connection when the client has read nothing for ``timeout``.
+
+    A timer rather than ``wait_for``: a write that need not wait must not yield to the loop (the
+    write loop's time slice decides that).
+    """
+    stalled = False
+
+    def abort() -> None:
+        nonlocal stalled
+        stalled = True
+        if request.transport is not None:
+            request.transport.abort()
+
+    timer = asyncio.get_running_loop().call_later(timeout, abort)
+    try:
+        await response.write(chunk)
+    except (ConnectionError, asyncio.CancelledError):
+        if not stalled:
+            raise
+    finally:
+        timer.cancel()
+    if stalled:
+        log.warning("a client stopped reading a response; connection closed",
+                    extra={"peer": request.remote, "timeout_seconds": timeout})
+        raise ConnectionResetError("write timeout")
+
+
+PROBES = frozenset({"/healthz", "/readyz"})
+
+
+def _probe_handlers(exposition: Exposition) -> tuple[
+        Callable[[web.Request], Awaitable[web.Response]], Callable[[web.Request], Awaitable[web.Response]]]:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        ready = exposition.ready()
+        lines = ["ready" if ready else "not ready", *exposition.ready_detail()]
+        text = "".join(f"{line}\n" for line in lines)
+        return web.Response(status=200 if ready else 503, text=text)
+
+    return healthz, readyz
+
+
+def make_probe_app(exposition: Exposition) -> web.Application:
+    """Only ``/healthz`` and ``/readyz``: for a listener the kubelet reaches without a client certificate."""
+    healthz, readyz = _probe_handlers(exposition)
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    return app
+
+
+def make_app(exposition: Exposition, web_config: WebConfig | None = None,
+             limits: ServerLimits | None = None) -> web.Application:
     auth = web_config if web_config is not None and web_config.auth_required else None
+    write_timeout = (limits or ServerLimits()).write_timeout
+    extra_headers = dict(web_config.headers) if web_config is not None else {}
+    bucket = TokenBucket(web_config.rate_limit) if web_config is not None and web_config.rate_limit else None
 
-    async def authorized(request: web.Request) -> bool:
-        return auth is None or await auth.check_authorization(request.headers.get("Authorization"))
-
-    def unauthorized() -> web.Response:
+    async def denied(request: web.Request) -> web.Response | None:
+        """The answer to a request its credentials do not let through, else None."""
+        if auth is None:
+            return None
+        verdict = await auth.authorize(request.headers.get("Authorization"))
+        if verdict is None:
+            return web.Response(status=429, text="Too Many Requests: password checks are busy\n",
+                                headers={"Retry-After": "1"})
+        if verdict:
+            return None
         challenge = {"WWW-Authenticate": 'Basic realm="fleet-status-exporter"'}
         return web.Response(status=401, text="Unauthorized\n", headers=challenge)
 
+    @web.middleware
+    async def guard(request: web.Request,
+                    handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        if web_config is not None and request.transport is not None and \
+                not web_config.sans_allowed(request.transport.get_extra_info("peercert")):
+            request.transport.close()  # normally closed at connection (LimitedSite); this is the backstop
+            raise web.HTTPForbidden(text="client certificate SAN not allowed\n")
+        if bucket is not None and request.path not in PROBES and not bucket.allow():
+            return web.Response(status=429, text="Too Many Requests\n")
+        return await handler(request)
+
+    async def add_headers(_: web.Request, response: web.StreamResponse) -> None:
+        for name, value in extra_headers.items():
+            response.headers[name] = value
+
     async def metrics(request: web.Request) -> web.StreamResponse:
-        if not await authorized(request):
-            return unauthorized()
+        refusal = await denied(request)
+        if refusal is not None:
+            return refusal
         started = time.perf_counter()
         gzip = _accepts_gzip(request)
         # name[]=<family> (repeatable) selects families, as prometheus_client's exposition does:
@@ -153,28 +290,145 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None) -> web
             # write() waits for the transport to drain past its limit, so the body is sent
             # piece by piece, never copied into one bytes object (raw parts are even made
             # only here, one bucket at a time).
-            await response.write(chunk)
+            await _write(request, response, chunk, write_timeout)
             await time_slice.pause()
         await response.write_eof()
         return response
 
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok\n")
-
-    async def readyz(_: web.Request) -> web.Response:
-        ready = exposition.ready()
-        lines = ["ready" if ready else "not ready", *exposition.ready_detail()]
-        text = "".join(f"{line}\n" for line in lines)
-        return web.Response(status=200 if ready else 503, text=text)
+    healthz, readyz = _probe_handlers(exposition)
 
     async def landing(request: web.Request) -> web.Response:
-        if not await authorized(request):
-            return unauthorized()
+        refusal = await denied(request)
+        if refusal is not None:
+            return refusal
         return web.Response(body=LANDING, content_type="text/html")
 
-    app = web.Application()
+    app = web.Application(middlewares=[guard])
+    if extra_headers:
+        app.on_response_prepare.append(add_headers)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/", landing)
     return app
+
+
+class _Connections:
+    """The open connections of a ``LimitedSite``, for its limit and evictions."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open: dict[_Handler, None] = {}  # in order of last activity
+        self.evicted = 0
+        self.refused = 0
+
+    def admit(self, handler: _Handler) -> bool:
+        """Make room for ``handler``: False when every open connection is serving a request."""
+        if len(self.open) >= self.limit:
+            victim = next((h for h in self.open if h.evictable), None)
+            if victim is None:
+                self.refused += 1
+                return False
+            self.evicted += 1
+            self.forget(victim)
+            victim.force_close()
+        self.open[handler] = None
+        return True
+
+    def touch(self, handler: _Handler) -> None:
+        if handler in self.open:
+            del self.open[handler]
+            self.open[handler] = None
+
+    def forget(self, handler: _Handler) -> None:
+        self.open.pop(handler, None)
+
+
+class _Handler(RequestHandler):
+    """aiohttp's connection handler with a header timeout, a connection limit and the SAN check."""
+
+    def __init__(self, manager: Any, connections: _Connections, limits: ServerLimits,
+                 web_config: WebConfig | None, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._connections = connections
+        self._limits = limits
+        self._web_config = web_config
+        self._header_deadline: asyncio.TimerHandle | None = None
+        self._seen = 0  # requests whose headers were complete
+
+    @property
+    def evictable(self) -> bool:
+        """Idle, or still waiting for a request's headers."""
+        waiter = self._waiter
+        return self._current_request is None and not self._messages and (waiter is None or not waiter.done())
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not self._connections.admit(self):
+            transport.close()
+            return
+        super().connection_made(transport)
+        config = self._web_config
+        if config is not None and not config.sans_allowed(transport.get_extra_info("peercert")):
+            log.warning("client certificate has none of client_allowed_sans; connection closed",
+                        extra={"peer": transport.get_extra_info("peername")})
+            self.force_close()
+            return
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._header_deadline is None:
+            self._header_deadline = self._loop.call_later(self._limits.header_timeout, self._headers_late)
+
+    def _disarm(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _headers_late(self) -> None:
+        self._header_deadline = None
+        if self._request_count == self._seen:
+            self.force_close()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._request_count != self._seen:
+            self._seen = self._request_count
+            self._disarm()
+            self._connections.touch(self)
+        elif self._current_request is None and not self._messages:
+            self._arm()  # the first bytes of a request after a kept-alive response
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._disarm()
+        self._connections.forget(self)
+        if self._manager is not None:
+            super().connection_lost(exc)
+
+
+class LimitedSite(web.TCPSite):
+    """A TCP site whose connections obey ``ServerLimits`` (see the module docstring)."""
+
+    def __init__(self, runner: web.BaseRunner, host: str | None, port: int, *,
+                 limits: ServerLimits | None = None, web_config: WebConfig | None = None,
+                 ssl_context: Any = None, backlog: int = 128) -> None:
+        super().__init__(runner, host, port, ssl_context=ssl_context, backlog=backlog)
+        self.limits = limits or ServerLimits()
+        self.web_config = web_config
+        self.connections = _Connections(self.limits.connection_limit())
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)
+        loop = asyncio.get_running_loop()
+        server = self._runner.server
+        assert server is not None
+        kwargs = {**getattr(server, "_kwargs", {}), "keepalive_timeout": self.limits.idle_timeout}
+
+        def factory() -> _Handler:
+            return _Handler(server, self.connections, self.limits, self.web_config, loop=loop, **kwargs)
+
+        self._server = await loop.create_server(
+            factory, self._host, self._port, ssl=self._ssl_context, backlog=self._backlog,
+            ssl_handshake_timeout=self.limits.header_timeout if self._ssl_context else None,
+        )
+        if self._server.sockets:
+            self._bound_port = self._server.sockets[0].getsockname()[1]
