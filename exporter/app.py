@@ -20,9 +20,10 @@ The only module that knows every layer; it holds no business rule.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import os
 import signal
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Protocol
@@ -45,7 +46,7 @@ from exporter.sharding import keep_shard
 from exporter.sources.files import FileSource, FileStats
 from exporter.store import Store
 from exporter.timeslice import TimeSlice
-from exporter.web import Exposition, make_app
+from exporter.web import Exposition, LimitedSite, make_app, make_probe_app
 
 log = logging.getLogger("exporter.app")
 
@@ -54,6 +55,9 @@ RESYNC_SECONDS = 60.0  # time-based rules (minReadySeconds, stale deletion) move
 # times the last such pass's duration before the next one.
 PROGRESS_SECONDS = 15.0
 PROGRESS_SPACING = 3.0
+# From SIGTERM to exit at most this long (Kubernetes' grace period is 30 s): open connections get
+# part of it, then whatever still runs (a thread parsing a large initial load) is abandoned.
+SHUTDOWN_SECONDS = 5.0
 
 
 class Stoppable(Protocol):
@@ -350,13 +354,50 @@ def serve(config: Config) -> int:
     setup_logging(config.log_level, config.log_format)
     libc = allocator.glibc()
     allocator.configure_malloc(libc)  # before any thread exists
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    code = 0
     try:
-        return asyncio.run(_serve(config, libc))
+        code = loop.run_until_complete(_serve(config, libc))
     except ConfigError as exc:
         log.error("invalid configuration", extra={"error": str(exc)})
-        return 2
+        code = 2
     except KeyboardInterrupt:
-        return 0
+        code = 0
+    finally:
+        _close_loop(loop)
+    _exit_if_threads_linger(code)
+    return code
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """asyncio.run's cleanup, but without waiting for the default executor's threads: a thread
+    still parsing a large initial load would hold the exit for as long as it takes."""
+    try:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.wait(pending, timeout=1.0))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def _exit_if_threads_linger(code: int) -> None:
+    """Exit now when threads still run (the interpreter would join them at exit, however long)."""
+    deadline = time.monotonic() + 1.0
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+    lingering = [t.name for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()
+                 and not t.daemon]
+    if lingering:
+        log.warning("exiting with work still running in threads", extra={"threads": lingering})
+        logging.shutdown()
+        os._exit(code)
 
 
 async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
@@ -411,15 +452,23 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     await builder.start()
     exposition = Exposition(renderer, stats, lambda: pipeline.ready and source_ready()[0], resources, builder,
                             ready_detail)
-    runner = web.AppRunner(make_app(exposition, web_cfg), handle_signals=False, access_log=None)
+    runner = web.AppRunner(make_app(exposition, web_cfg), handle_signals=False, access_log=None,
+                           shutdown_timeout=SHUTDOWN_SECONDS / 2)
     await runner.setup()
-    site = web.TCPSite(runner, config.listen_host or None, config.listen_port,
+    site = LimitedSite(runner, config.listen_host or None, config.listen_port, web_config=web_cfg,
                        ssl_context=web_cfg.ssl_context() if web_cfg else None)
+    probe_runner = web.AppRunner(make_probe_app(exposition), handle_signals=False, access_log=None,
+                                 shutdown_timeout=1.0)
     try:
         await site.start()
+        if config.probe_port is not None:
+            await probe_runner.setup()
+            await LimitedSite(probe_runner, config.probe_host or None, config.probe_port).start()
     except OSError as exc:
         log.error("cannot listen", extra={"address": f"{config.listen_host}:{config.listen_port}",
+                                          "probe_address": f"{config.probe_host}:{config.probe_port}",
                                           "error": str(exc)})
+        await probe_runner.cleanup()
         await runner.cleanup()
         await builder.stop()
         return 1
@@ -450,13 +499,27 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     log.info("shutting down", extra={"reason": "signal" if stopper in done else "task failure"})
     for t in [stopper, reporter, collector, trimmer, compactor, *tasks]:
         t.cancel()
-    for t in [reporter, collector, trimmer, compactor, *tasks]:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await t
-    for s in stoppable:
-        await s.stop()
-    await runner.cleanup()
-    await builder.stop()
+
+    async def cleanup() -> None:
+        # A task waiting on a thread (a file source's initial load) ends at once, its thread
+        # abandoned; the rest within the shutdown deadline.
+        ended, _ = await asyncio.wait([reporter, collector, trimmer, compactor, *tasks],
+                                      timeout=SHUTDOWN_SECONDS / 4)
+        for t in ended:
+            if not t.cancelled():
+                t.exception()  # retrieved: logged above if it mattered
+        for s in stoppable:
+            await s.stop()
+        await probe_runner.cleanup()
+        await runner.cleanup()
+        await builder.stop()
+        if web_cfg is not None:
+            web_cfg.close()
+
+    try:
+        await asyncio.wait_for(cleanup(), SHUTDOWN_SECONDS)
+    except TimeoutError:
+        log.warning("shutdown did not complete in time; exiting", extra={"seconds": SHUTDOWN_SECONDS})
     return 1 if failed else 0
 
 

@@ -45,6 +45,9 @@ def parser() -> argparse.ArgumentParser:
                        metavar="HOST:PORT", help=f"address to serve on (default {DEFAULT_LISTEN})")
     serve.add_argument("--web.config.file", dest="web_config_file", metavar="PATH",
                        help="exporter-toolkit web configuration: TLS and basic auth")
+    serve.add_argument("--web.probe-address", dest="probe_address", metavar="HOST:PORT",
+                       help="also serve /healthz and /readyz, only them, over plain HTTP here "
+                            "(for kubelet probes when client certificates are required)")
     serve.add_argument("--namespace", dest="namespaces", action="append", default=[], metavar="NS",
                        help="watch only this namespace (repeatable; default all)")
     serve.add_argument("--exclude-resource", dest="exclude_resources", action="append", default=[],

@@ -42,6 +42,9 @@ class Config:
     listen_host: str = ""
     listen_port: int = 9842
     web_config_file: Path | None = None
+    # --web.probe-address: a plain-HTTP listener serving only /healthz and /readyz (None: none).
+    probe_host: str = ""
+    probe_port: int | None = None
     namespaces: tuple[str, ...] = ()
     exclude_resources: tuple[str, ...] = ()
     shard: int = 0
@@ -53,10 +56,10 @@ class Config:
     output: str = "table"
 
 
-def parse_listen_address(value: str) -> tuple[str, int]:
+def parse_listen_address(value: str, flag: str = "--web.listen-address") -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ConfigError(f"--web.listen-address {value!r}: expected HOST:PORT or :PORT, e.g. :9842")
+        raise ConfigError(f"{flag} {value!r}: expected HOST:PORT or :PORT, e.g. :9842")
     return host.strip("[]"), int(port)
 
 
@@ -110,6 +113,7 @@ def build(
     from_files: str | None = None,
     listen_address: str = DEFAULT_LISTEN,
     web_config_file: str | None = None,
+    probe_address: str | None = None,
     namespaces: Sequence[str] = (),
     exclude_resources: Sequence[str] = (),
     shard: str = "0",
@@ -123,6 +127,8 @@ def build(
 ) -> Config:
     """Check every value and return the frozen Config, or raise ConfigError naming the flag."""
     host, port = parse_listen_address(listen_address)
+    probe_host, probe_port = parse_listen_address(probe_address, "--web.probe-address") if probe_address \
+        else ("", None)
     if log_level not in LEVELS:
         raise ConfigError(f"--log.level {log_level!r}: expected one of {', '.join(LEVELS)}")
     if log_format not in FORMATS:
@@ -146,6 +152,8 @@ def build(
         listen_host=host,
         listen_port=port,
         web_config_file=_existing(web_config_file, "--web.config.file", "a web configuration YAML file"),
+        probe_host=probe_host,
+        probe_port=probe_port,
         namespaces=tuple(dict.fromkeys(namespaces)),
         exclude_resources=tuple(dict.fromkeys(canonical_kind(k) for k in exclude_resources)),
         shard=resolve_shard(shard, total_shards, os.environ if env is None else env),

@@ -10,9 +10,13 @@ buckets hold with it over a pipe, with a few GIL hand-offs per batch rather than
 (Planning in that thread, ~5 % of the exporter's samples in a burst at fleet size, was time the
 thread held the GIL from the loop.)
 
-If the worker cannot start or dies, batches are built in a thread as before (logged once), and a
-new worker is tried again after ``RETRY_SECONDS``. Owns no knowledge of buckets or families:
-it rebuilds what the ``Buildable``s it is given hold.
+If the worker cannot start, dies, or does not answer a batch within ``REPLY_SECONDS`` (stopped,
+swapped out, wedged), batches are built in a thread as before (logged once; a worker that timed
+out is killed), and a new worker is tried again after ``RETRY_SECONDS``. A batch never waits more
+than ``REPLY_SECONDS`` for another batch's exchange either: it is built in a thread instead.
+Batches run on the builder's own threads, never the loop's default executor, so a stuck
+exchange cannot starve the files source or anything else that uses it. Owns no knowledge of
+buckets or families: it rebuilds what the ``Buildable``s it is given hold.
 """
 
 from __future__ import annotations
@@ -23,11 +27,13 @@ import fcntl
 import logging
 import os
 import pickle
+import select
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -50,6 +56,10 @@ BATCH_BYTES = 2 << 20
 CARRIED_BYTES = 2 << 20
 PIPE_BYTES = 1 << 20
 RETRY_SECONDS = 60.0
+# The longest a batch waits for the worker (its exchange, or another batch's ahead of it): a
+# batch takes the worker ~3-4 ms, so this is only reached when it is stopped or wedged.
+REPLY_SECONDS = 5.0
+BUILD_THREADS = 4  # batches in flight at once (scrapes and the compaction)
 SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a thread builds members
 
 
@@ -87,6 +97,8 @@ class MemberBuilder:
         self._retry_at = 0.0
         self.worker_starts = 0
         self.worker_failures = 0
+        self.reply_seconds = REPLY_SECONDS
+        self._pool = ThreadPoolExecutor(BUILD_THREADS, thread_name_prefix="members")
 
     @property
     def worker_pid(self) -> int | None:
@@ -107,8 +119,12 @@ class MemberBuilder:
         await asyncio.to_thread(self._stop)
 
     def _stop(self) -> None:
-        with self._lock:
-            proc, self._proc = self._proc, None
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        # A stuck exchange times out by itself; not waiting past that kills the worker under it.
+        acquired = self._lock.acquire(timeout=self.reply_seconds)
+        proc, self._proc = self._proc, None
+        if acquired:
+            self._lock.release()
         if proc is None:
             return
         if proc.stdin is not None:
@@ -146,7 +162,7 @@ class MemberBuilder:
         # A cancelled caller leaves the thread to finish the exchange under the lock: the pipe
         # never holds a reply the next batch would take for its own.
         with _prompt_gil_handoff():
-            await asyncio.to_thread(self._build_in_thread, batch)
+            await asyncio.get_running_loop().run_in_executor(self._pool, self._build_in_thread, batch)
 
     def _build_in_thread(self, batch: Sequence[Buildable]) -> None:
         jobs = [item.job() for item in batch]
@@ -157,27 +173,29 @@ class MemberBuilder:
             item.done(rebuilt)
 
     def _ask(self, jobs: list[Job]) -> list[Built] | None:
-        with self._lock:
+        if not self._lock.acquire(timeout=self.reply_seconds):
+            log.warning("the compression worker is busy past its deadline; building a batch in a thread")
+            return None
+        try:
             proc = self._ensure_worker()
             if proc is None:
                 return None
             assert proc.stdin is not None and proc.stdout is not None
             data = pickle.dumps(jobs, protocol=pickle.HIGHEST_PROTOCOL)
+            deadline = time.monotonic() + self.reply_seconds
             try:
-                proc.stdin.write(len(data).to_bytes(8, "little"))
-                proc.stdin.write(data)
-                proc.stdin.flush()
-                head = proc.stdout.read(8)
-                if len(head) < 8:
-                    raise EOFError("the worker closed its output")
-                size = int.from_bytes(head, "little")
-                body = proc.stdout.read(size)
-                if len(body) < size:
-                    raise EOFError("the worker closed its output mid-reply")
+                _send(proc.stdin.fileno(), len(data).to_bytes(8, "little") + data, deadline)
+                head = _receive(proc.stdout.fileno(), 8, deadline)
+                body = _receive(proc.stdout.fileno(), int.from_bytes(head, "little"), deadline)
                 reply = pickle.loads(body)
+            except TimeoutError as exc:
+                self._failed(f"the compression worker did not answer within {self.reply_seconds:g}s", exc)
+                return None
             except (OSError, EOFError, pickle.UnpicklingError) as exc:
                 self._failed("the compression worker stopped", exc)
                 return None
+        finally:
+            self._lock.release()
         if isinstance(reply, str) or len(reply) != len(jobs):
             # The worker is fine, the batch is not: build it here, where the error will show.
             log.warning("the compression worker could not build a batch", extra={"error": str(reply)[:200]})
@@ -209,6 +227,8 @@ class MemberBuilder:
         assert proc.stdin is not None and proc.stdout is not None
         for pipe in (proc.stdin, proc.stdout):
             _widen(pipe.fileno())
+            # Exchanges use the descriptors directly, with deadlines (never the buffered files).
+            os.set_blocking(pipe.fileno(), False)
         self._proc = proc
         self.worker_starts += 1
         log.info("compression worker started", extra={"pid": proc.pid})
@@ -218,11 +238,51 @@ class MemberBuilder:
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.kill()
-            proc.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(self.reply_seconds)
         self.worker_failures += 1
         self._retry_at = time.monotonic() + RETRY_SECONDS
         log.error(message, extra={"error": repr(exc), "fallback": "compressing in a thread",
                                   "retry_seconds": RETRY_SECONDS})
+
+
+def _send(fd: int, data: bytes, deadline: float) -> None:
+    view = memoryview(data)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    while view:
+        try:
+            sent = os.write(fd, view)
+        except BlockingIOError:
+            sent = 0
+        view = view[sent:]
+        if view and not poller.poll(_remaining_ms(deadline)):
+            raise TimeoutError("writing to the compression worker")
+
+
+def _receive(fd: int, size: int, deadline: float) -> bytes:
+    parts: list[bytes] = []
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while size > 0:
+        try:
+            part = os.read(fd, min(size, PIPE_BYTES))
+        except BlockingIOError:
+            if not poller.poll(_remaining_ms(deadline)):
+                raise TimeoutError("reading from the compression worker") from None
+            continue
+        if not part:
+            raise EOFError("the worker closed its output")
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
+
+
+def _remaining_ms(deadline: float) -> int:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("the compression worker's deadline passed")
+    return max(1, int(remaining * 1000))
 
 
 def _widen(fd: int) -> None:

@@ -1,0 +1,267 @@
+"""Connections and resources: slow clients cannot exhaust descriptors or keep probes out, a client
+that stops reading is cut off, a stopped compression worker is not waited for, and SIGTERM ends
+the process within seconds whatever it is doing. Loads run against 127.0.0.1 only, bounded in
+count and time."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from exporter.offload import MemberBuilder
+from tests.test_web import exposition
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(port: int, path: str, timeout: float) -> tuple[int, bytes]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as resp:
+        return resp.status, resp.read()
+
+
+def wait_healthy(port: int, proc: subprocess.Popen[bytes], seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the exporter exited"
+        try:
+            if get(port, "/healthz", 1.0)[0] == 200:
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the exporter did not start")
+
+
+def start_exporter(port: int, files: Path, nofile: int | None = None,
+                   prelude: str = "") -> subprocess.Popen[bytes]:
+    def limit() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    code = prelude + "\nimport sys\nfrom exporter.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--from-files", str(files), "--files.poll-interval", "0.5",
+         "--web.listen-address", f"127.0.0.1:{port}"],
+        cwd=ROOT, env=env, preexec_fn=limit, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(10)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Path:
+    target = tmp_path / "fleet"
+    target.mkdir()
+    for path in sorted(EXAMPLES.glob("*.yaml"))[:3]:
+        (target / path.name).write_bytes(path.read_bytes())
+    return target
+
+
+async def test_healthz_and_file_polling_go_on_while_1100_connections_dribble_their_headers(fleet):
+    # The container default of 1,024 descriptors: before, the dribblers took them all, accept()
+    # failed, /healthz timed out and the files source could not open a file.
+    port = free_port()
+    proc = start_exporter(port, fleet, nofile=1024)
+    writers: list[asyncio.StreamWriter] = []
+    try:
+        await asyncio.to_thread(wait_healthy, port, proc)
+
+        async def dribbler() -> None:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                return
+            writers.append(writer)
+            try:
+                writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                for _ in range(60):
+                    await asyncio.sleep(1.0)
+                    writer.write(b"X")
+                    await writer.drain()
+            except (OSError, ConnectionError):
+                pass
+
+        dribblers = [asyncio.ensure_future(dribbler()) for _ in range(1100)]
+        await asyncio.sleep(3.0)
+        descriptors = len(os.listdir(f"/proc/{proc.pid}/fd"))
+        started = time.monotonic()
+        try:
+            status, _ = await asyncio.to_thread(get, port, "/healthz", 5.0)
+        except OSError:
+            status = None
+        healthz_seconds = time.monotonic() - started
+        # A file added now is read by the next poll.
+        (fleet / "added.yaml").write_text(
+            "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Machine\nmetadata:\n  name: dribble-proof\n"
+            "  namespace: default\n  uid: dribble-proof\nspec:\n  clusterName: c\n")
+        seen = False
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not seen:
+            try:
+                _, body = await asyncio.to_thread(get, port, "/metrics", 5.0)
+                seen = b"dribble-proof" in body
+            except OSError:
+                pass
+            await asyncio.sleep(0.5)
+        print(f"descriptors={descriptors} healthz_seconds={healthz_seconds:.3f}")
+        assert status == 200
+        assert seen, "the files source stopped reading"
+        assert descriptors < 1000
+        for task in dribblers:
+            task.cancel()
+        await asyncio.gather(*dribblers, return_exceptions=True)
+    finally:
+        for writer in writers:
+            writer.transport.abort()
+        stop(proc)
+
+
+async def _site(app: web.Application, **limits: float) -> tuple[web.AppRunner, object, int]:
+    from exporter.web import LimitedSite, ServerLimits
+
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    port = free_port()
+    site = LimitedSite(runner, "127.0.0.1", port, limits=ServerLimits(**limits))  # type: ignore[arg-type]
+    await site.start()
+    return runner, site, port
+
+
+async def test_a_connection_that_sends_no_headers_is_closed_after_the_header_timeout():
+    runner, _, port = await _site(make_app_(), header_timeout=0.5, idle_timeout=60.0)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /healthz HTTP/1.1\r\n")  # and never the rest
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed by the server
+        # A client that sends its request in time is answered, and kept alive.
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(2):
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert (await asyncio.wait_for(reader.readuntil(b"ok\n"), 5)).startswith(b"HTTP/1.1 200")
+            await asyncio.sleep(0.8)  # idle between requests is not a header timeout
+        writer.close()
+    finally:
+        await runner.cleanup()
+
+
+async def test_at_the_connection_limit_the_longest_waiting_connection_makes_room():
+    runner, site, port = await _site(make_app_(), header_timeout=30.0, max_connections=8)
+    try:
+        slow = [await asyncio.open_connection("127.0.0.1", port) for _ in range(20)]
+        for _, writer in slow:
+            writer.write(b"GET /metrics HTTP/1.1\r\n")
+        await asyncio.sleep(0.2)
+        assert len(site.connections.open) <= 8  # type: ignore[attr-defined]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (await asyncio.wait_for(reader.readuntil(b"ok\n"), 5)).startswith(b"HTTP/1.1 200")
+        assert await asyncio.wait_for(slow[0][0].read(), 5) == b""  # the oldest was evicted
+    finally:
+        await runner.cleanup()
+
+
+def make_app_() -> web.Application:
+    from exporter.web import make_app
+
+    return make_app(exposition([True]))
+
+
+@pytest.mark.pure_python
+async def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout(monkeypatch):
+    import exporter.web as web_module
+    from exporter.web import ServerLimits
+
+    async def huge(*_args: object, **_kw: object) -> tuple[list[bytes], int, int]:
+        parts = [bytes(1 << 20)] * 256  # 256 MiB that the client never reads
+        return parts, 256 << 20, 256 << 20
+
+    monkeypatch.setattr(web_module, "_body", huge)
+    app = web_module.make_app(exposition([True]), limits=ServerLimits(write_timeout=0.5))
+    runner, site, port = await _site(app, write_timeout=0.5)
+    try:
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        deadline = time.monotonic() + 10
+        while site.connections.open and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            await asyncio.sleep(0.1)
+        assert not site.connections.open  # type: ignore[attr-defined]
+        sock.close()
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.pure_python
+async def test_a_stopped_compression_worker_is_not_waited_for(monkeypatch):
+    from exporter import offload
+
+    monkeypatch.setattr(offload, "REPLY_SECONDS", 1.0, raising=False)
+    builder = MemberBuilder()
+    builder.reply_seconds = 1.0
+    await builder.start()
+    pid = builder.worker_pid
+    assert pid is not None
+    from tests.test_offload import changed_renderer
+
+    renderers = [changed_renderer() for _ in range(8)]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        # Eight scrapes at once, as Prometheus retrying: all are built (in threads), promptly,
+        # and the loop's default executor (the files source polls with it) stays free.
+        builds = [asyncio.ensure_future(builder.build(r.snapshot().unbuilt(), after_batch=r.install))
+                  for r in renderers]
+        assert await asyncio.wait_for(asyncio.to_thread(lambda: 42), 5) == 42
+        await asyncio.wait_for(asyncio.gather(*builds), 30)
+        assert builder.worker_failures >= 1
+        for renderer in renderers:
+            assert not list(renderer.snapshot().unbuilt())
+    finally:
+        for sig in (signal.SIGCONT, signal.SIGKILL):  # today's main leaves it stopped
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        await builder.stop()
+
+
+def test_sigterm_during_a_long_initial_load_exits_within_seconds(fleet):
+    # The initial load runs in a thread; here it takes 120 s (a huge fleet on a slow volume).
+    prelude = ("import time\nimport exporter.sources.files as f\n_load = f.load\n"
+               "def slow(*a, **k):\n    time.sleep(120)\n    return _load(*a, **k)\nf.load = slow\n")
+    port = free_port()
+    proc = start_exporter(port, fleet, prelude=prelude)
+    try:
+        wait_healthy(port, proc)
+        time.sleep(1.0)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(15)
+        except subprocess.TimeoutExpired:
+            code = None
+        seconds = time.monotonic() - started
+        print(f"sigterm_to_exit_seconds={seconds:.2f}")
+        assert code == 0 and seconds < 8, f"exit {code} after {seconds:.1f}s"
+    finally:
+        stop(proc)
