@@ -163,13 +163,19 @@ Resource-name suffix derived from a bundled file path: files/alerts/capi_alerts.
 {{- end }}
 
 {{/*
-An HTTP probe; called with (dict "path" <path> "probe" <probe values>).
+An HTTP probe; called with (dict "path" <path> "probe" <probe values> "probePort" <port or 0>).
+With webConfig.probePort the probe goes to that plain-HTTP, probes-only port.
 */}}
 {{- define "fleet-status-exporter.probe" -}}
 httpGet:
   path: {{ .path }}
+  {{- if .probePort }}
+  port: probes
+  scheme: HTTP
+  {{- else }}
   port: http
   scheme: {{ .probe.httpGet.scheme | default "HTTP" }}
+  {{- end }}
   {{- with .probe.httpGet.httpHeaders }}
   httpHeaders:
     {{- toYaml . | nindent 4 }}

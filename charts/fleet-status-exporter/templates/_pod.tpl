@@ -54,6 +54,9 @@ spec:
         {{- if $webSecret }}
         - --web.config.file={{ .Values.webConfig.mountPath }}/{{ .Values.webConfig.key }}
         {{- end }}
+        {{- if .Values.webConfig.probePort }}
+        - --web.probe-address=:{{ int .Values.webConfig.probePort }}
+        {{- end }}
         {{- with .Values.extraArgs }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -74,10 +77,16 @@ spec:
         - name: http
           containerPort: {{ int .Values.service.port }}
           protocol: TCP
+        {{- if .Values.webConfig.probePort }}
+        # /healthz and /readyz only, plain HTTP: the kubelet presents no client certificate.
+        - name: probes
+          containerPort: {{ int .Values.webConfig.probePort }}
+          protocol: TCP
+        {{- end }}
       livenessProbe:
-        {{- include "fleet-status-exporter.probe" (dict "path" "/healthz" "probe" .Values.livenessProbe) | nindent 8 }}
+        {{- include "fleet-status-exporter.probe" (dict "path" "/healthz" "probe" .Values.livenessProbe "probePort" .Values.webConfig.probePort) | nindent 8 }}
       readinessProbe:
-        {{- include "fleet-status-exporter.probe" (dict "path" "/readyz" "probe" .Values.readinessProbe) | nindent 8 }}
+        {{- include "fleet-status-exporter.probe" (dict "path" "/readyz" "probe" .Values.readinessProbe "probePort" .Values.webConfig.probePort) | nindent 8 }}
       {{- with .Values.resources }}
       resources:
         {{- toYaml . | nindent 8 }}
