@@ -8,6 +8,8 @@ the counters computed from it are withheld, and an ``InputsUnreadable`` finding 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from exporter.engine.evaluate import evaluate_all, evaluate_group
 from exporter.engine.evaluate_types import CapiGroup, MwrsGroup
 from exporter.engine.model import Base, Result, Status
@@ -119,3 +121,23 @@ def test_unreadable_manifestworks_withhold_the_mwrs_rollout() -> None:
     assert computed(before, "Progressing") is not None
     assert computed(after, "Progressing") == (Status.UNKNOWN, INPUTS_UNREADABLE)
     assert [f.code for f in after.findings] == [INPUTS_UNREADABLE]
+
+
+async def test_the_kube_source_names_the_scopes_it_may_not_read(tmp_path: Path) -> None:
+    from tests.kubeapi import CAPI_TYPES
+    from tests.kubeapi.fixtures import eventually, make_env, obj
+
+    env = await make_env(tmp_path)
+    try:
+        env.api.install(*CAPI_TYPES)
+        env.api.create(obj("MachineSet", "ms1"))
+        env.api.create(obj("Machine", "m1", ns="ns2"))
+        env.api.fail("MachineSet", 403)
+        env.api.fail("Machine", 403, namespace="ns2")
+        source = await env.start_source(namespaces=("ns1", "ns2"))
+        await eventually(source.all_synced)
+        assert source.unreadable() == {("MachineSet", "ns1"), ("MachineSet", "ns2"), ("Machine", "ns2")}
+        env.api.clear_faults()  # granted: readable again at the next retry
+        await eventually(lambda: not source.unreadable(), what="readable again")
+    finally:
+        await env.close()
