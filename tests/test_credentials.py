@@ -189,7 +189,10 @@ async def test_refused_credentials_make_the_source_unready_and_its_data_visibly_
     env.api.accept_tokens()  # the ServiceAccount was deleted: every request answers 401
     await eventually(lambda: source.stats.resources[MACHINES].failing_since, what="failure noticed")
     assert source.readiness()[0]  # not at once: an outage shorter than unready_after does not flap it
-    await eventually(lambda: not source.readiness()[0], what="unready")
+    # Other resources may have met their first 401 earlier (whichever request came first): wait
+    # for this one's to outlast unready_after.
+    await eventually(lambda: not source.stats.resources[MACHINES].synced, what="machines not current")
+    assert not source.readiness()[0]
     lines = source.readiness()[1]
     assert any(MACHINES in line and "HTTP 401" in line for line in lines), lines
     after = rendered(source.stats)
