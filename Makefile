@@ -1,12 +1,13 @@
 # Everyday commands. `make run` and `make test` work on a fresh Debian machine (as root for the
-# system packages: a C compiler for the compiled build, and for the tests promtool/Prometheus).
+# system packages: a C compiler for the compiled build, and for the tests promtool/Prometheus and
+# Alertmanager/amtool).
 # The tests also need Go 1.26 or newer, which builds the pinned kube-apiserver, etcd and Helm
 # they run (`make tools`, into a cache outside the repository; see tests/realcluster/build.py).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := prometheus
+APT_PACKAGES := prometheus prometheus-alertmanager
 GO_MINIMUM := 1.26
 PURE := FLEET_STATUS_EXPORTER_PURE_PYTHON=1
 # The modules setup.py compiles with mypyc: a change to one of them means building again.
@@ -64,6 +65,7 @@ build-deps:
 system-deps:
 	@missing=""; \
 	command -v promtool >/dev/null || missing="$$missing prometheus"; \
+	command -v amtool >/dev/null || missing="$$missing prometheus-alertmanager"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages ($$missing )"; \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_PACKAGES); \
