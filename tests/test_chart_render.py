@@ -31,7 +31,7 @@ from tests.chart.harness import (
 )
 
 # kubernetes-validate ships schemas for built-in kinds only.
-CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
+CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "AlertmanagerConfig"}
 SCENARIOS: list[Path | None] = [None, *ci_values_files()]
 STANDARD_LABELS = {
     "app.kubernetes.io/name": "fleet-status-exporter",
@@ -65,6 +65,7 @@ def test_ci_scenarios_exist() -> None:
         "02-sharded",
         "03-monitoring",
         "04-networkpolicy",
+        "05-alerting",
     ]
 
 

@@ -3,11 +3,12 @@ and the exporter, run with the chart's own arguments and a token of the chart's 
 reading everything the chart's RBAC grants and reporting what it does not.
 
 One hub per module: the v1beta2 era's CRDs (Cluster API v1.14, ocm v1.2, the AWS provider's
-AWSMachinePool) with its example objects, and the Prometheus operator's ServiceMonitor and
-PrometheusRule CRDs. Each install is its own Helm release (their cluster-scoped objects do not
-collide) and is applied server-side with strict field validation, as `helm install` would create
-it. The exporter runs as a process on the host, with the rendered container's arguments minus the
-listen address, which only makes sense in the pod.
+AWSMachinePool) with its example objects, and the Prometheus operator's ServiceMonitor,
+PrometheusRule and AlertmanagerConfig CRDs (the last from the same pinned module). Each install is
+its own Helm release (their cluster-scoped objects do not collide) and is applied server-side with
+strict field validation, as `helm install` would create it. The exporter runs as a process on the
+host, with the rendered container's arguments minus the listen address, which only makes sense in
+the pod.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.chart import harness
 from tests.realcluster import build, eras
@@ -51,6 +53,28 @@ EXPECTED_RESOURCES = frozenset({
     MANAGED_CLUSTERS, f"placements.{OCM_CLUSTER}", f"placementdecisions.{OCM_CLUSTER}",
 })
 NAMESPACED_VALUES: dict[str, Any] = {"namespaces": WATCHED_NAMESPACES}
+MONITORING_APIS = ("monitoring.coreos.com/v1", "monitoring.coreos.com/v1alpha1")
+
+
+class _YamlValueAsString(yaml.SafeLoader):
+    """YAML 1.1 reads a plain `=` as the `value` tag, which PyYAML cannot construct; the
+    AlertmanagerConfig CRD has one (the `=` of a matchType enum), Go's YAML reads it as "="."""
+
+
+_YamlValueAsString.add_constructor("tag:yaml.org,2002:value", _YamlValueAsString.construct_yaml_str)
+
+
+def alertmanager_config_crd(tmp: Path) -> Path:
+    """The AlertmanagerConfig CRD of the prometheus-operator module the other CRDs come from,
+    rewritten as JSON (which the cluster's CRD reader loads as it is)."""
+    source = build.CRD_SOURCES["prometheus-operator"]
+    path = (build.module_dir(source.module, source.version)
+            / "example/prometheus-operator-crd/monitoring.coreos.com_alertmanagerconfigs.yaml")
+    if not path.is_file():
+        raise build.Missing(f"{path} not found; run python -m tests.realcluster.build")
+    copy = tmp / "alertmanagerconfigs.json"
+    copy.write_text(json.dumps(yaml.load(path.read_text(), Loader=_YamlValueAsString)))
+    return copy
 
 
 @dataclass
@@ -135,7 +159,8 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     tmp = tmp_path_factory.mktemp("chart-hub")
     era = eras.era("v1beta2")
     with RealCluster(tmp / "cluster") as cluster:
-        cluster.install_crds([*era.crd_files(), *build.crd_files("prometheus-operator")])
+        cluster.install_crds([*era.crd_files(), *build.crd_files("prometheus-operator"),
+                              alertmanager_config_crd(tmp)])
         cluster.ensure_namespace(RELEASE_NAMESPACE)
         objects = eras.load(cluster, eras.read_objects(era.files()))
         yield Hub(cluster, objects, tmp)
@@ -172,13 +197,26 @@ SCENARIOS = {
     "cluster-wide": ({}, ()),
     "namespaced": (NAMESPACED_VALUES, ()),
     "release-namespace-only": ({"rbac": {"useClusterRole": False}}, ()),
-    # Every optional object: ServiceMonitor, PrometheusRules, dashboards, NetworkPolicy, PDB,
+    # Every optional object: ServiceMonitor, PrometheusRules (with an additional rule file and
+    # every per-alert and per-group setting), AlertmanagerConfig, dashboards, NetworkPolicy, PDB,
     # StatefulSet, web-config Secret.
     "everything-on": ({
         "prometheus": {"monitor": {"enabled": True, "interval": "30s", "scrapeTimeout": "25s",
                                    "basicAuth": {"username": {"name": "scrape", "key": "user"},
                                                  "password": {"name": "scrape", "key": "password"}}}},
-        "prometheusRule": {"enabled": True}, "dashboards": {"enabled": True},
+        "prometheusRule": {
+            "enabled": True, "dashboardUrlBase": "https://grafana.internal/d/",
+            "jobSelector": 'job="fleet-status-exporter",cluster="hub-eu"',
+            "disabled": {"CAPIClusterPaused": True}, "rules": {"ocm.rules": True},
+            "additionalRuleLabels": {"team": "platform"}, "additionalRuleAnnotations": {"hub": "hub-eu"},
+            "additionalRuleGroupLabels": {"fleet-status-exporter": {"severity": "info"}},
+            "additionalPrometheusRulesMap": {"team": "groups:\n  - name: team\n    rules:\n"
+                                                     "      - record: team:up:sum\n        expr: sum(up)\n"}},
+        "alertmanagerConfig": {"enabled": True, "additionalLabels": {"alertmanagerConfig": "fleet"},
+                               "receivers": [{"name": "fleet-status", "webhookConfigs": [
+                                   {"url": "http://alert-router.fleet-monitoring.svc:8080/fleet",
+                                    "sendResolved": True}]}]},
+        "dashboards": {"enabled": True},
         "networkPolicy": {"enabled": True}, "podDisruptionBudget": {"enabled": True},
         "autosharding": {"enabled": True}, "replicas": 2,
         "webConfig": {"config": {"basic_auth_users": {"prometheus": "$2y$10$abcdefghijklmnopqrstuv"}}},
@@ -195,19 +233,23 @@ def test_the_server_accepts_every_rendered_object(hub: Hub, scenario: str) -> No
     assert not install.rejected, "\n".join(f"{what}: {error}" for what, error in install.rejected)
 
 
-def test_the_monitoring_objects_are_stored_as_rendered(hub: Hub) -> None:
+@pytest.mark.parametrize("scenario", ["everything-on", "ci-05-alerting"])
+def test_the_monitoring_objects_are_stored_as_rendered(hub: Hub, scenario: str) -> None:
     """The Prometheus operator's schemas keep every field the chart writes (a field the schema
-    does not know would be pruned by a server that does not validate strictly)."""
-    install = hub.install("fse-everything-on", *SCENARIOS["everything-on"])
-    checked = 0
+    does not know would be pruned by a server that does not validate strictly): the
+    ServiceMonitor, every PrometheusRule and the AlertmanagerConfig translated from
+    alerts/alertmanager.yaml."""
+    install = hub.install(f"fse-{scenario}", *SCENARIOS[scenario])
+    assert not install.rejected, install.rejected
+    checked: dict[str, int] = {}
     for m in install.manifests:
-        if m["apiVersion"] != "monitoring.coreos.com/v1":
+        if m["apiVersion"] not in MONITORING_APIS:
             continue
         meta = m["metadata"]
         stored = hub.cluster.get(m["apiVersion"], m["kind"], meta["namespace"], meta["name"])
         assert stored["spec"] == m["spec"], meta["name"]
-        checked += 1
-    assert checked >= 2
+        checked[m["kind"]] = checked.get(m["kind"], 0) + 1
+    assert checked["AlertmanagerConfig"] == 1 and checked["PrometheusRule"] >= 2, checked
 
 
 # ---- the exporter with the chart's arguments and ServiceAccount ----

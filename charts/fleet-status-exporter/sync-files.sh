@@ -1,8 +1,10 @@
 #!/bin/sh
-# Copies the Prometheus rule files (top-level alerts/*.yaml|*.yml with a `groups:` key) and the
-# Grafana dashboards (dashboards/*.json) into the chart's files/, because Helm can only embed
-# files inside the chart directory. alerts/ and dashboards/ stay the single source; the chart
-# tests fail when the copies drift. File names must not contain white space.
+# Copies the Prometheus rule files (top-level alerts/*.yaml|*.yml with a `groups:` key), the
+# Alertmanager routing configuration (alerts/alertmanager.yaml) and the Grafana dashboards
+# (dashboards/*.json) into the chart's files/alerts/, files/alertmanager/ and files/dashboards/,
+# because Helm can only embed files inside the chart directory. alerts/ and dashboards/ stay the
+# single source; the chart tests fail when the copies drift. File names must not contain white
+# space.
 #
 #   charts/fleet-status-exporter/sync-files.sh          # update the copies
 #   charts/fleet-status-exporter/sync-files.sh --check  # exit 1 if they differ
@@ -21,6 +23,9 @@ sources() {
             for f in "$repo_root"/alerts/*.yaml "$repo_root"/alerts/*.yml; do
                 [ -f "$f" ] && grep -q '^groups:' "$f" && echo "$f"
             done ;;
+        alertmanager)
+            f="$repo_root/alerts/alertmanager.yaml"
+            [ -f "$f" ] && echo "$f" ;;
         dashboards)
             for f in "$repo_root"/dashboards/*.json; do
                 [ -f "$f" ] && echo "$f"
@@ -29,7 +34,7 @@ sources() {
     return 0
 }
 
-for kind in alerts dashboards; do
+for kind in alerts alertmanager dashboards; do
     dest="$chart_dir/files/$kind"
     wanted=$(sources "$kind")
     for src in $wanted; do

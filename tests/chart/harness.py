@@ -5,7 +5,7 @@ tests/realcluster/helm/go.mod) as ``helm template`` and ``helm lint`` with value
 environment of its own (no user Helm configuration, no kubeconfig), parsing the multi-document
 output, rendering NOTES.txt without a cluster (see ``render_text``), and the rule that decides
 which files of ``alerts/`` and ``dashboards/`` the chart embeds (the same rule as
-``sync-files.sh``).
+``sync-files.sh``: rule files, ``alerts/alertmanager.yaml`` and dashboards).
 Does not own: building Helm (``tests.realcluster.build``; a missing binary raises its ``Missing``
 with the command that builds it, so the chart tests fail rather than skip), or any assertion
 about the rendered manifests (the ``tests/test_chart*.py`` modules).
@@ -243,22 +243,35 @@ def rule_file_sources(repo: Path = REPO) -> list[Path]:
     return found
 
 
+def alertmanager_sources(repo: Path = REPO) -> list[Path]:
+    """alerts/alertmanager.yaml, the routes and inhibit rules the AlertmanagerConfig translates."""
+    path = repo / "alerts" / "alertmanager.yaml"
+    return [path] if path.is_file() else []
+
+
 def dashboard_sources(repo: Path = REPO) -> list[Path]:
     return sorted(repo.glob("dashboards/*.json"))
 
 
 def chart_copies(kind: str, chart: Path = CHART) -> list[Path]:
-    """The chart's copies under files/<kind>/ (alerts or dashboards)."""
+    """The chart's copies under files/<kind>/ (alerts, alertmanager or dashboards)."""
     directory = chart / "files" / kind
     return sorted(p for p in directory.glob("*") if p.is_file()) if directory.is_dir() else []
 
 
 def chart_copy(
-    dest: Path, alerts: Mapping[str, str] | None = None, dashboards: Mapping[str, str] | None = None
+    dest: Path,
+    alerts: Mapping[str, str] | None = None,
+    dashboards: Mapping[str, str] | None = None,
+    alertmanager: str | None = None,
 ) -> Path:
-    """A copy of the chart whose files/ holds exactly the given rule files and dashboards."""
+    """A copy of the chart whose files/ holds exactly the given rule files, dashboards and
+    Alertmanager configuration (files/alertmanager/alertmanager.yaml, absent when None)."""
     chart = dest / CHART.name
     shutil.copytree(CHART, chart, ignore=shutil.ignore_patterns("files"))
+    if alertmanager is not None:
+        (chart / "files" / "alertmanager").mkdir(parents=True)
+        (chart / "files" / "alertmanager" / "alertmanager.yaml").write_text(alertmanager)
     for kind, files in (("alerts", alerts), ("dashboards", dashboards)):
         (chart / "files" / kind).mkdir(parents=True)
         for name, text in (files or {}).items():
