@@ -42,6 +42,7 @@ VARIABLES = {
     "rollouts.json": {"namespace": ".*", "cluster": ".*"},
     "mwrs-rollouts.json": {"namespace": "app-delivery", "mwrs": "payments-api"},
     "exporter-health.json": {"job": JOB, "instance": ".*"},
+    "capi-lifecycle.json": {"job": JOB, "instance": ".*", "namespace": ".*", "cluster": ".*"},
 }
 # Self-metrics only the Kubernetes API source produces: with --from-files their queries must
 # evaluate, but cannot return data.
@@ -94,6 +95,22 @@ EXPECTED_ALERTS = {
     ("CAPIMachineStuckDeleting", "fleet-staging/staging-old-1-md-0-k2v8t-d4qnh"),
     ("CAPIMachineStuckDeleting", "fleet-staging/staging-old-1-md-0-k2v8t-r9tcw"),
     ("CAPIMachineHealthCheckRemediationBlocked", "fleet-prod/prod-ap-2-md-0-unhealthy"),
+    # Lifecycle (alerts/capi-lifecycle.rules.yaml). legacy-west-1's control plane certificates expire on
+    # 2026-12-01 (no automatic rollout): within 7 days of any clock after 2026-11-24T15:00Z. The next
+    # expiry in the examples is 2027-06-03 (staging-old-1, whose Cluster is deleting: left out).
+    ("CAPIMachineCertificatesExpireIn30Days", "fleet-legacy/legacy-west-1-control-plane-sl5r8"),
+    ("CAPIMachineCertificatesExpireIn7Days", "fleet-legacy/legacy-west-1-control-plane-sl5r8"),
+    # staging-old-1 is deleting with its MachineDeployment and MachineSet; both workers drain.
+    ("CAPIClusterStuckDeleting", "fleet-staging/staging-old-1"),
+    ("CAPIObjectStuckDeleting", "fleet-staging/staging-old-1-md-0"),
+    ("CAPIObjectStuckDeleting", "fleet-staging/staging-old-1-md-0-k2v8t"),
+    ("CAPIMachineDrainNotFinishing", "fleet-staging/staging-old-1-md-0-k2v8t-d4qnh"),
+    ("CAPIMachineDrainNotFinishing", "fleet-staging/staging-old-1-md-0-k2v8t-r9tcw"),
+    # prod-ap-2: workers left on v1.31.4 under a v1.32.1 control plane, nothing rolling out.
+    ("CAPIClusterVersionSkew", "fleet-prod/prod-ap-2"),
+    # legacy-east-1: topology version v1.31.5 held by a BeforeClusterUpgrade hook.
+    ("CAPIClusterControlPlaneUpgradeStuck", "fleet-legacy/legacy-east-1"),
+    ("CAPIClusterWorkersUpgradeStuck", "fleet-legacy/legacy-east-1"),
     # OCM stories (b), (c), (d), (e), (g), (h) and the unreachable edge-store-17.
     # metrics-agent's rollout (progressDeadline 30m) has been incomplete since 2026-11-20.
     ("OCMManifestWorkReplicaSetPastDeadline", "app-delivery/metrics-agent"),
@@ -105,6 +122,7 @@ EXPECTED_ALERTS = {
      "app-delivery/opentelemetry-collector-daemonset-with-host-metrics-eu"),
     ("OCMManifestWorkReplicaSetCannotComplete", "app-delivery/ingress-config"),
     ("OCMManagedClusterUnavailable", "edge-store-17"),
+    ("OCMManagedClusterStuckDeleting", "edge-store-09"),
 }
 
 

@@ -405,7 +405,9 @@ def test_the_harness_catches_a_rule_read_field_listed_as_export_only(
         return Store(export_only=lambda old, new: rule_inputs.export_only_change(old, new, table))
 
     # Changes to the field now skip evaluation; the harness must notice that Results went stale.
-    assert any(run(examples, steps=250, seed=seed, store=wrong()) for seed in (1, 2))
+    # Some fields matter to few example objects (node_name: only where the phase is not reported):
+    # about one walk in four hits one, so the walks go on until one does.
+    assert any(run(examples, steps=250, seed=seed, store=wrong()) for seed in range(1, 21))
 
 
 @pytest.mark.pure_python
@@ -413,7 +415,8 @@ def test_the_harness_catches_reuse_that_ignores_the_clock(
     examples: list[Base], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(evaluate_module, "machine_reads_clock", lambda _m: False)
-    assert run(examples, steps=150, seed=3, clock=True) != []
+    # Only walks that move the clock past a deleting or minReadySeconds Machine's threshold see it.
+    assert any(run(examples, steps=150, seed=seed, clock=True) != [] for seed in range(1, 21))
 
 
 # ---- transition times across passes ---------------------------------------------------------------

@@ -1,6 +1,7 @@
 """KubeadmControlPlane rules: counters and the v1beta2 conditions KCP sets on itself.
 
-Owns ``compute_kubeadmcontrolplane``: replica counters over the control plane Machines,
+Owns ``compute_kubeadmcontrolplane``: replica counters over the control plane Machines (and
+whether the Machine of ``status.lastRemediation`` still exists),
 ``Initialized``, ``RollingOut``, ``ScalingUp``, ``ScalingDown``, ``MachinesReady``,
 ``MachinesUpToDate``, ``Remediating``, ``Deleting`` and ``Paused``, and the wiring of the health
 conditions computed in ``controlplane_health.py`` (``ControlPlaneComponentsHealthy``,
@@ -47,6 +48,8 @@ WAITING_FOR_WORKERS_DELETION = "WaitingForWorkersDeletion"
 WAITING_FOR_MACHINE_DELETION = "WaitingForMachineDeletion"
 DELETION_COMPLETED = "DeletionCompleted"
 NOT_UP_TO_DATE = "NotUpToDate"
+# Result.counters key: whether status.lastRemediation.machine still exists (1) or is gone (0)
+LAST_REMEDIATION_MACHINE_PRESENT = "lastRemediation.machinePresent"
 
 
 def compute_kubeadmcontrolplane(kcp: KubeadmControlPlane, view: GroupView, now: float) -> Computed:
@@ -77,13 +80,26 @@ def counters(
     machines: Sequence[Machine],
     up_to_date: Sequence[Condition | None],
 ) -> Mapping[str, int | None]:
-    return {
+    out: dict[str, int | None] = {
         "desiredReplicas": kcp.replicas,
         "replicas": len(machines),
         "readyReplicas": rollup.count_true(view, machines, rollup.READY),
         "availableReplicas": rollup.count_true(view, machines, rollup.AVAILABLE),
         "upToDateReplicas": sum(1 for c in up_to_date if c is not None and c.status is Status.TRUE),
     }
+    if kcp.last_remediation_machine:
+        out[LAST_REMEDIATION_MACHINE_PRESENT] = last_remediation_machine_present(kcp, machines)
+    return out
+
+
+def last_remediation_machine_present(kcp: KubeadmControlPlane, machines: Sequence[Machine]) -> int:
+    """1 while the Machine named by status.lastRemediation.machine still exists (deleting or not), else 0.
+
+    The bounded stand-in for the Machine's name: remediation deletes that Machine, so one that is
+    still there long after status.lastRemediation.time is a remediation that does not complete.
+    """
+    name = kcp.last_remediation_machine
+    return 1 if any(m.meta.name == name for m in machines) else 0
 
 
 def machine_up_to_date(kcp: KubeadmControlPlane, view: GroupView, machine: Machine) -> Condition | None:

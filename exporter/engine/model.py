@@ -380,8 +380,12 @@ class KubeadmControlPlane(Base):
     initialized: bool | None = None
     external_etcd: bool = False  # spec.kubeadmConfigSpec.clusterConfiguration.etcd.external set
     reported: Counters = Counters()
+    # status.lastRemediation: the Machine KCP last remediated, when, and how many retries in a row
     last_remediation_machine: str = ""
     last_remediation_time: float | None = None
+    last_remediation_retry_count: int | None = None
+    # spec.rollout.before.certificatesExpiryDays (v1beta1: spec.rolloutBefore.certificatesExpiryDays)
+    certificates_expiry_days: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

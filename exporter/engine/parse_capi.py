@@ -306,11 +306,12 @@ def _kubeadm_control_plane(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Kub
         counts = Counters(replicas=counts.replicas, available=available,
                           up_to_date=f.int_(raw, "status.updatedReplicas"))
     if layout == "v1beta2":
-        surge = "spec.rollout.strategy"
+        surge, before = "spec.rollout.strategy", "spec.rollout.before"
         initialized = f.bool_(raw, "status.initialization.controlPlaneInitialized")
         remediation_time = f.time(raw, "status.lastRemediation.time")
     else:
-        surge, initialized = "spec.rolloutStrategy", f.bool_(raw, "status.initialized")
+        surge, before = "spec.rolloutStrategy", "spec.rolloutBefore"
+        initialized = f.bool_(raw, "status.initialized")
         remediation_time = f.time(raw, "status.lastRemediation.timestamp")
     return KubeadmControlPlane(
         **common,
@@ -323,6 +324,8 @@ def _kubeadm_control_plane(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Kub
                           available=counts.available, up_to_date=counts.up_to_date),
         last_remediation_machine=f.str_(raw, "status.lastRemediation.machine"),
         last_remediation_time=remediation_time,
+        last_remediation_retry_count=f.int_(raw, "status.lastRemediation.retryCount"),
+        certificates_expiry_days=f.int_(raw, f"{before}.certificatesExpiryDays"),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from exporter.engine.controlplane import LAST_REMEDIATION_MACHINE_PRESENT
 from exporter.engine.model import (
     Cluster,
     ClusterClass,
@@ -135,6 +136,11 @@ CLUSTERCLASS = KindSpec("ClusterClass", "capi_clusterclass", IDENTITY_NO_CLUSTER
 
 # ---- KubeadmControlPlane -----------------------------------------------------------------------
 
+def _days_in_seconds(o: KubeadmControlPlane) -> float | None:
+    days = o.certificates_expiry_days
+    return None if days is None else days * 86400.0
+
+
 KCP = KindSpec("KubeadmControlPlane", "capi_kubeadmcontrolplane", IDENTITY, (
     info_family(
         "capi_kubeadmcontrolplane_info", "Information about a KubeadmControlPlane.", ("version",),
@@ -147,6 +153,35 @@ KCP = KindSpec("KubeadmControlPlane", "capi_kubeadmcontrolplane", IDENTITY, (
         "spec.rollout.strategy.rollingUpdate.maxSurge", lambda o: int_or_percent(o.max_surge), compat=True,
     ),
     *_replicas("capi_kubeadmcontrolplane", "KubeadmControlPlane"),
+    field_family(
+        "capi_kubeadmcontrolplane_spec_rollout_before_certificates_expiry_seconds",
+        "How long before their certificates expire a KubeadmControlPlane replaces its Machines, in "
+        "seconds (spec.rollout.before.certificatesExpiryDays times 86400); absent when no such rollout "
+        "is configured.",
+        "spec.rollout.before.certificatesExpiryDays (v1beta1: spec.rolloutBefore.certificatesExpiryDays)",
+        _days_in_seconds, fields=("certificates_expiry_days",),
+    ),
+    field_family(
+        "capi_kubeadmcontrolplane_status_last_remediation_timestamp_seconds",
+        "Unix time a KubeadmControlPlane last remediated one of its Machines; absent before its first "
+        "remediation.",
+        "status.lastRemediation.time (v1beta1: status.lastRemediation.timestamp)",
+        lambda o: o.last_remediation_time, fields=("last_remediation_time",),
+    ),
+    field_family(
+        "capi_kubeadmcontrolplane_status_last_remediation_retries",
+        "How many times in a row a KubeadmControlPlane has remediated a replacement Machine that failed "
+        "again within its minimum healthy period (status.lastRemediation.retryCount).",
+        "status.lastRemediation.retryCount", lambda o: o.last_remediation_retry_count,
+        fields=("last_remediation_retry_count",),
+    ),
+    counter_family(
+        "capi_kubeadmcontrolplane_status_last_remediation_machine_present",
+        "1 while the Machine a KubeadmControlPlane last remediated (status.lastRemediation.machine) "
+        "still exists, deleting or not; 0 once it is gone. Stands in for the Machine's name, which is "
+        "never a label.",
+        LAST_REMEDIATION_MACHINE_PRESENT,
+    ),
     *_common("capi_kubeadmcontrolplane", "KubeadmControlPlane"),
 ))
 
@@ -265,6 +300,11 @@ MACHINE = KindSpec("Machine", "capi_machine", IDENTITY, (
         "The expiry of a control plane Machine's certificates, in Unix seconds.",
         "status.certificatesExpiryDate", lambda o: o.certificates_expiry, compat=True,
         fields=("certificates_expiry",),
+    ),
+    field_family(
+        "capi_machine_status_deletion_node_drain_start_time_seconds",
+        "Unix time the drain of a deleting Machine's Node started; absent before the drain starts.",
+        "status.deletion.nodeDrainStartTime", lambda o: o.drain_start_time, fields=("drain_start_time",),
     ),
     phase_family("capi_machine", "Machine", MACHINE_PHASES),
     *_common("capi_machine", "Machine"),
