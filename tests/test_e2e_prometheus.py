@@ -37,10 +37,10 @@ JOB = "fleet-status-exporter"
 # allValue of the multi-value variables, i.e. "All").
 GRAFANA = {"__rate_interval": "1m", "__interval": "15s", "__range": "5m"}
 VARIABLES = {
-    "fleet-overview.json": {"namespace": "fleet-prod"},
-    "cluster-detail.json": {"namespace": "fleet-prod", "cluster": "prod-ap-1"},
-    "rollouts.json": {"namespace": ".*", "cluster": ".*"},
-    "mwrs-rollouts.json": {"namespace": "app-delivery", "mwrs": "payments-api"},
+    "fleet-overview.json": {"job": JOB, "instance": ".*", "namespace": "fleet-prod"},
+    "cluster-detail.json": {"job": JOB, "instance": ".*", "namespace": "fleet-prod", "cluster": "prod-ap-1"},
+    "rollouts.json": {"job": JOB, "instance": ".*", "namespace": ".*", "cluster": ".*"},
+    "mwrs-rollouts.json": {"job": JOB, "instance": ".*", "namespace": "app-delivery", "mwrs": "payments-api"},
     "exporter-health.json": {"job": JOB, "instance": ".*"},
     "capi-lifecycle.json": {"job": JOB, "instance": ".*", "namespace": ".*", "cluster": ".*"},
 }
