@@ -301,6 +301,13 @@ def test_notifications_come_in_one_group_per_workload_cluster_with_their_links(f
             ("CAPIEtcdClusterUnhealthy", "fleet-prod/prod-ap-1-control-plane"),
             ("CAPIKubeadmControlPlaneRolloutStuck", "fleet-prod/prod-us-1-control-plane"),
             ("CAPIMachineStuckDeleting", "fleet-staging/staging-old-1-md-0-k2v8t-d4qnh")} <= received
+    # Lifecycle stories: a refused control plane remediation and stuck deletions reach the receiver.
+    assert {("CAPIControlPlaneRemediationRetrying", "fleet-prod/prod-ap-3-control-plane"),
+            ("CAPIControlPlaneRemediationFailing", "fleet-prod/prod-ap-3-control-plane"),
+            ("CAPIClusterStuckDeleting", "fleet-staging/staging-old-2"),
+            ("CAPIObjectStuckDeleting", "fleet-staging/staging-old-2-control-plane"),
+            ("CAPIObjectStuckDeleting", "fleet-staging/staging-old-2-mp-0"),
+            ("OCMManifestWorkReplicaSetStuckDeleting", "app-delivery/payments-batch")} <= received
 
     def groups(path: str) -> int:
         return len({p["groupKey"] for p in fleet.hook.received(path) if p["status"] == "firing"})
@@ -323,7 +330,8 @@ def test_notifications_come_in_one_group_per_workload_cluster_with_their_links(f
         **{f"{c}: alerts firing / notified; notifications shipped / no inhibition":
            f"{per_cluster(firing, c)} / {per_cluster(received, c)}; "
            f"{posts('/shipped/fleet-status', c)} / {posts('/baseline/fleet-status', c)}"
-           for c in ("fleet-prod/prod-ap-1", "fleet-prod/prod-ap-2", "fleet-staging/staging-ci",
+           for c in ("fleet-prod/prod-ap-1", "fleet-prod/prod-ap-2", "fleet-prod/prod-ap-3",
+                     "fleet-staging/staging-ci", "fleet-staging/staging-old-1", "fleet-staging/staging-old-2",
                      "fleet-legacy/legacy-west-1")},
         "seconds from start to settled": round(time.monotonic() - fleet.started, 1),
     })

@@ -154,7 +154,9 @@ def test_self_metrics_are_prefixed_and_counters_end_in_total():
     ("Ready", "NotYetReported", "NotYetReported"),
     ("MyCustomGate", "NotYetReported", "NotYetReported"),
     ("MyCustomGate", "Whatever", "Other"),
-], ids=["allowed", "unlisted", "mwrs-ready", "common", "unknown-type-common", "unknown-type-other"])
+    ("OwnerRemediated", "CannotBeRemediated", "CannotBeRemediated"),
+], ids=["allowed", "unlisted", "mwrs-ready", "common", "unknown-type-common", "unknown-type-other",
+        "kcp-refuses-remediation"])
 def test_reasons_pass_an_allow_list(type_, reason, want):
     assert reasons.bounded_reason(type_, reason) == want
 

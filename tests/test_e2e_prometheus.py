@@ -106,6 +106,19 @@ EXPECTED_ALERTS = {
     ("CAPIObjectStuckDeleting", "fleet-staging/staging-old-1-md-0-k2v8t"),
     ("CAPIMachineDrainNotFinishing", "fleet-staging/staging-old-1-md-0-k2v8t-d4qnh"),
     ("CAPIMachineDrainNotFinishing", "fleet-staging/staging-old-1-md-0-k2v8t-r9tcw"),
+    # staging-old-2: its whole manifest deleted; the MachinePool waits for its AWSMachinePool (the Auto
+    # Scaling group cannot be deleted), the KubeadmControlPlane for the MachinePool.
+    ("CAPIClusterStuckDeleting", "fleet-staging/staging-old-2"),
+    ("CAPIObjectStuckDeleting", "fleet-staging/staging-old-2-control-plane"),
+    ("CAPIObjectStuckDeleting", "fleet-staging/staging-old-2-mp-0"),
+    # prod-ap-3: the control plane remediated a Machine and two replacements (maxRetry 2) and refuses to
+    # remediate the third replacement, which never got a Node.
+    ("CAPIControlPlaneRemediationRetrying", "fleet-prod/prod-ap-3-control-plane"),
+    ("CAPIControlPlaneRemediationFailing", "fleet-prod/prod-ap-3-control-plane"),
+    ("CAPIControlPlaneComponentsUnhealthy", "fleet-prod/prod-ap-3-control-plane"),
+    ("CAPIEtcdClusterUnhealthy", "fleet-prod/prod-ap-3-control-plane"),
+    ("CAPIKubeadmControlPlaneReplicasMismatch", "fleet-prod/prod-ap-3-control-plane"),
+    ("CAPIMachineStuckProvisioning", "fleet-prod/prod-ap-3-control-plane-vb6nh"),
     # prod-ap-2: workers left on v1.31.4 under a v1.32.1 control plane, nothing rolling out.
     ("CAPIClusterVersionSkew", "fleet-prod/prod-ap-2"),
     # legacy-east-1: topology version v1.31.5 held by a BeforeClusterUpgrade hook.
@@ -121,6 +134,8 @@ EXPECTED_ALERTS = {
     ("OCMManifestWorkReplicaSetInvalidName",
      "app-delivery/opentelemetry-collector-daemonset-with-host-metrics-eu"),
     ("OCMManifestWorkReplicaSetCannotComplete", "app-delivery/ingress-config"),
+    # payments-batch is deleting; its work on the unreachable edge-store-17 keeps its finalizer.
+    ("OCMManifestWorkReplicaSetStuckDeleting", "app-delivery/payments-batch"),
     ("OCMManagedClusterUnavailable", "edge-store-17"),
     ("OCMManagedClusterStuckDeleting", "edge-store-09"),
 }

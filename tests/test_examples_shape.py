@@ -19,7 +19,7 @@ import yaml
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NOW = datetime.fromisoformat("2026-11-20T12:00:00+00:00")  # the --now the golden tests evaluate with
-MAX_OBJECTS = 150
+MAX_OBJECTS = 165
 
 CLUSTER_NAME = "cluster.x-k8s.io/cluster-name"
 MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset"
@@ -264,6 +264,31 @@ def _story_deleting() -> bool:
                 and any("deletionTimestamp" in md["metadata"] for md in _of("MachineDeployment")))
 
 
+def _story_deleted_manifest() -> bool:
+    """The whole manifest deleted: KubeadmControlPlane waiting for a MachinePool whose
+    InfraMachinePool cannot be deleted."""
+    deleting = [k for k in _of("KubeadmControlPlane") if "deletionTimestamp" in k["metadata"]
+                and _has(k, "Deleting", "True", "WaitingForWorkersDeletion")]
+    infra = {(_ns(i), i["metadata"]["name"]) for i in _of("AWSMachinePool")
+             if "deletionTimestamp" in i["metadata"]}
+    pools = [p for p in _of("MachinePool") if "deletionTimestamp" in p["metadata"]
+             and (_ns(p), _get(p, "spec.template.spec.infrastructureRef.name")) in infra]
+    return bool(deleting and pools and _ns(deleting[0]) == _ns(pools[0]))
+
+
+def _story_control_plane_remediation_refused() -> bool:
+    for k in _of("KubeadmControlPlane"):
+        retries = _get(k, "status.lastRemediation.retryCount") or 0
+        owner = ("cluster.x-k8s.io/control-plane-name", k["metadata"]["name"])
+        refused = [m for m in _of("Machine") if _ns(m) == _ns(k)
+                   and m["metadata"]["labels"].get(owner[0]) == owner[1]
+                   and _has(m, "OwnerRemediated", "False", "CannotBeRemediated")]
+        if (_has(k, "Remediating", "True") and retries > 0
+                and retries >= (_get(k, "spec.remediation.maxRetry") or 0) and refused):
+            return True
+    return False
+
+
 def _story_paused() -> bool:
     def long_paused(c: Obj) -> bool:
         cond = _cond(c, "Paused")
@@ -354,6 +379,8 @@ STORIES: dict[str, Callable[[], bool]] = {
     "capi MHC remediation + etcd pod unhealthy": _story_remediation,
     "capi MHC remediation blocked": _story_remediation_blocked,
     "capi deleting with stale drain": _story_deleting,
+    "capi whole manifest deleted, MachinePool held by its InfraMachinePool": _story_deleted_manifest,
+    "capi control plane remediation refused after maxRetry": _story_control_plane_remediation_refused,
     "capi paused for days": _story_paused,
     "capi v1beta1 objects with status.v1beta2 (CAPI 1.9/1.10)": _story_v1beta1_with_v1beta2_status,
     "capi v1beta1 objects without status.v1beta2 (CAPI 1.5-1.8)": _story_v1beta1_only,
@@ -372,6 +399,9 @@ STORIES: dict[str, Callable[[], bool]] = {
         lambda m: _has(m, "ManifestworkApplied", "False", "InvalidManifestWorkName")
         and len(f"{_ns(m)}.{m['metadata']['name']}") > 63)),
     "ocm (h) no Progressing condition rule": _story_mwrs_no_progressing_rule,
+    "ocm deleting MWRS held by a work on an unreachable cluster": lambda: bool(_mwrs_where(
+        lambda m: "deletionTimestamp" in m["metadata"] and any(
+            "deletionTimestamp" in w["metadata"] and w["metadata"].get("finalizers") for w in _works_of(m)))),
     "ocm unreachable ManagedCluster": lambda: any(
         _has(c, "ManagedClusterConditionAvailable", "Unknown", "ManagedClusterLeaseUpdateStopped")
         for c in _of("ManagedCluster")),

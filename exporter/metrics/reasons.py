@@ -62,7 +62,12 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = _table(
             "HealthCheckSucceeded", "UnhealthyNode", "UnhealthyMachine", "NodeStartupTimeout", "NodeDeleted",
             "HasRemediateAnnotation",
         ),
-        "OwnerRemediated": ("WaitingForRemediation", "RemediationInProgress", "Remediated"),
+        # KubeadmControlPlane and MachineSet write CannotBeRemediated (retries exhausted, etcd quorum, a
+        # single replica), RemediationDeferred and MachineDeleting on the Machines they remediate.
+        "OwnerRemediated": (
+            "WaitingForRemediation", "RemediationInProgress", "Remediated", "CannotBeRemediated",
+            "RemediationDeferred", "MachineDeleting",
+        ),
         "ExternallyRemediated": ("WaitingForRemediation", "RemediationInProgress", "Remediated"),
         "ScalingUp": ("ScalingUp", "NotScalingUp", "ScalingUpUnknown", *_SCALING),
         "ScalingDown": ("ScalingDown", "NotScalingDown", "ScalingDownUnknown", *_SCALING),
