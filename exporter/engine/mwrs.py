@@ -55,7 +55,6 @@ PLACEMENT_SUMMARY_MISSING = "PlacementSummaryMissing"
 SELECTED_CLUSTERS_UNKNOWN = "SelectedClustersUnknown"
 NO_CLUSTERS_SELECTED = "NoClustersSelected"
 ROLLOUT_DEGRADED = "RolloutDegraded"
-CLUSTERS_DEGRADED = "ClustersDegraded"
 PROGRESSING_RULE_MISSING = "ProgressingRuleMissing"
 
 # Finding codes (bounded: they become metric labels).
@@ -85,7 +84,7 @@ REASONS = (
     ROLLING_OUT_TO_CLUSTERS, PAUSED, ALL_CLUSTERS_READY, NOT_ALL_CLUSTERS_AVAILABLE, ALL_CLUSTERS_AVAILABLE,
     NOT_YET_REPORTED, INVALID_MANIFESTWORK_NAME, PLACEMENT_NOT_FOUND, PLACEMENT_NOT_VERIFIED,
     PLACEMENT_SUMMARY_MISSING, SELECTED_CLUSTERS_UNKNOWN, NO_CLUSTERS_SELECTED, ROLLOUT_DEGRADED,
-    CLUSTERS_DEGRADED, PROGRESSING_RULE_MISSING,
+    PROGRESSING_RULE_MISSING,
 )
 
 MAX_LABEL_VALUE = 63  # a label value longer than this is rejected by the API server
@@ -262,7 +261,9 @@ def ready_condition(facts: Facts) -> Condition:
     s, desired = facts.summary, facts.desired or 0
     available = f"ManifestWorks available in {s.available}/{desired} clusters"
     if s.degraded > 0:
-        return _condition(READY, Status.FALSE, CLUSTERS_DEGRADED,
+        # Seed 004 gives Ready two reasons; the degraded clusters are told by the message and the
+        # phase (Failed), so consumers matching the seed's reasons keep working.
+        return _condition(READY, Status.FALSE, NOT_ALL_CLUSTERS_AVAILABLE,
                           f"{available}, degraded in {s.degraded}/{desired} clusters")
     if s.available >= desired:
         return _condition(READY, Status.TRUE, ALL_CLUSTERS_AVAILABLE, available)
@@ -271,7 +272,7 @@ def ready_condition(facts: Facts) -> Condition:
 
 def phase(progressing: Condition, ready: Condition) -> str:
     """Failed > Progressing > Ready > Unknown (docs/mwrs-status.md, "Phase")."""
-    if ready.reason in (CLUSTERS_DEGRADED, INVALID_MANIFESTWORK_NAME):
+    if progressing.reason == ROLLOUT_DEGRADED or ready.reason == INVALID_MANIFESTWORK_NAME:
         return PHASE_FAILED
     if progressing.status is Status.TRUE:
         return PHASE_PROGRESSING

@@ -95,7 +95,7 @@ CASES = {
     "degraded cluster": Case(
         mwrs(summary(3, 3, 2, progressing=1, degraded=1)),
         (T, "RolloutDegraded", "1 of 3 clusters reporting degraded state"),
-        (F, "ClustersDegraded", "ManifestWorks available in 2/3 clusters, degraded in 1/3 clusters"),
+        (F, "NotAllClustersAvailable", "ManifestWorks available in 2/3 clusters, degraded in 1/3 clusters"),
     ),
     "template without Progressing rule": Case(
         mwrs(summary(2, 2, 2), progressing_rule=False, conditions=[NOT_ROLLED_OUT]),

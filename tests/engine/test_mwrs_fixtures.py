@@ -230,7 +230,8 @@ def test_c_degraded_cluster() -> None:
     assert shape(computed.condition("Progressing")) == (
         "True", "RolloutDegraded", "1 of 3 clusters reporting degraded state")
     assert shape(computed.condition("Ready")) == (
-        "False", "ClustersDegraded", "ManifestWorks available in 2/3 clusters, degraded in 1/3 clusters")
+        "False", "NotAllClustersAvailable",
+        "ManifestWorks available in 2/3 clusters, degraded in 1/3 clusters")
     assert computed.phase == "Failed"
     assert computed.counters["rollout.failed"] == 1
 
