@@ -19,8 +19,9 @@ rules, adapted:
   * ``MachinesReady``, ``MachinesUpToDate`` and ``RollingOut`` exist only when the pool has
     MachinePool Machines: otherwise there is nothing to aggregate and no claim is made.
   * Phase: the reported ``status.phase``, else derived as the controller does (Pending,
-    Provisioning, Provisioned, Running, ScalingUp, ScalingDown, Failed, Deleting); the autoscaler
-    ``Scaling`` phase needs an annotation the projection does not keep and is not derived.
+    Provisioning, Provisioned, Running, ScalingUp, ScalingDown, Scaling, Failed, Deleting);
+    ``Scaling`` replaces ScalingUp and ScalingDown when ``cluster.x-k8s.io/replicas-managed-by``
+    says an external autoscaler owns the replica count.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ PENDING = "Pending"
 PROVISIONING = "Provisioning"
 PROVISIONED = "Provisioned"
 RUNNING = "Running"
+SCALING = "Scaling"
 FAILED = "Failed"
 
 
@@ -179,6 +181,8 @@ def phase(mp: MachinePool) -> str:
     if infra_ready and mp.replicas is not None:
         if mp.replicas == ready:
             return RUNNING
+        if mp.replicas_managed_externally:
+            return SCALING  # an autoscaler owns spec.replicas: the direction cannot be told
         return SCALING_UP if mp.replicas > ready else SCALING_DOWN
     if mp.node_refs:
         return PROVISIONED

@@ -404,6 +404,8 @@ class MachinePool(Base):
     failure_reason: str = ""
     failure_message: str = ""
     v1beta1_ready_replicas: int | None = None  # Ready-Node count (deprecated.v1beta1 / v1beta1 status): phase
+    # the cluster.x-k8s.io/replicas-managed-by annotation, read as upstream reads it: phase Scaling
+    replicas_managed_externally: bool = False
 
 
 @dataclass(frozen=True, slots=True)

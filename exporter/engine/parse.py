@@ -24,14 +24,20 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from exporter.engine.model import Base, Meta, OwnerRef
-from exporter.engine.parse_capi import CAPI_READERS, PAUSED_ANNOTATION, Reader, infra_machine_pool
+from exporter.engine.parse_capi import (
+    CAPI_READERS,
+    PAUSED_ANNOTATION,
+    REPLICAS_MANAGED_BY_ANNOTATION,
+    Reader,
+    infra_machine_pool,
+)
 from exporter.engine.parse_fields import Fields, bounded, frozen_builder, recall, remember, shared_map, word
 
 INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
 OCM_KINDS: Final = frozenset(
     {"ManifestWorkReplicaSet", "ManifestWork", "ManagedCluster", "Placement", "PlacementDecision"}
 )
-KEPT_ANNOTATIONS: Final = frozenset({PAUSED_ANNOTATION})
+KEPT_ANNOTATIONS: Final = frozenset({PAUSED_ANNOTATION, REPLICAS_MANAGED_BY_ANNOTATION})
 KEPT_LABEL_PREFIXES: Final = (
     "cluster.x-k8s.io/",
     "work.open-cluster-management.io/",

@@ -42,6 +42,7 @@ from exporter.engine.rule_inputs import MACHINE_V1BETA1_READ
 CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
 PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
+REPLICAS_MANAGED_BY_ANNOTATION: Final = "cluster.x-k8s.io/replicas-managed-by"
 CLUSTER_NAME_LABEL: Final = "cluster.x-k8s.io/cluster-name"
 _V1BETA1_VERSIONS: Final = frozenset({"v1beta1", "v1alpha4", "v1alpha3"})
 # status.nodeInfo keys kept on a Machine: those the capi_machine_info metric has labels for.
@@ -353,6 +354,8 @@ def _machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachinePool:
         phase=f.word_(raw, "status.phase"),
         reported=counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
                           available=counts.available, up_to_date=counts.up_to_date),
+        # Upstream treats any value but "false" as true, the empty string included.
+        replicas_managed_externally=meta.annotations.get(REPLICAS_MANAGED_BY_ANNOTATION, "false") != "false",
     )
 
 

@@ -182,12 +182,16 @@ def test_counters(mp: MachinePool, objects: list[Base], want: dict[str, int | No
         (machine_pool(v1beta1_ready_replicas=3), "Running"),
         (machine_pool(v1beta1_ready_replicas=1), "ScalingUp"),
         (machine_pool(replicas=1, v1beta1_ready_replicas=3), "ScalingDown"),
+        (machine_pool(v1beta1_ready_replicas=1, replicas_managed_externally=True), "Scaling"),
+        (machine_pool(replicas=1, v1beta1_ready_replicas=3, replicas_managed_externally=True), "Scaling"),
+        (machine_pool(v1beta1_ready_replicas=3, replicas_managed_externally=True), "Running"),
         (machine_pool(provisioned=False, node_refs=("n1",)), "Provisioned"),
         (machine_pool(provisioned=False, bootstrap_data_secret_created=True), "Provisioning"),
         (machine_pool(provisioned=False), "Pending"),
     ],
-    ids=["reported", "deleting", "failed", "running", "scaling-up", "scaling-down", "provisioned",
-         "provisioning", "pending"],
+    ids=["reported", "deleting", "failed", "running", "scaling-up", "scaling-down",
+         "autoscaled-more-desired-is-scaling", "autoscaled-fewer-desired-is-scaling",
+         "autoscaled-at-desired-is-running", "provisioned", "provisioning", "pending"],
 )
 def test_phase(mp: MachinePool, want: str) -> None:
     assert run(mp).phase == want

@@ -343,6 +343,22 @@ def test_machine_pool_paths(name: str, version: str, status: dict[str, Any]) -> 
     assert (p.v1beta1_ready_replicas, p.version, p.phase) == (2, "v1.30.0", "Running")
 
 
+
+# The annotation's value is truthy unless it is exactly "false" (an empty value counts, "False" too).
+@pytest.mark.parametrize(("annotations", "managed"), [
+    ({}, False),
+    ({"cluster.x-k8s.io/replicas-managed-by": ""}, True),
+    ({"cluster.x-k8s.io/replicas-managed-by": "cluster-autoscaler"}, True),
+    ({"cluster.x-k8s.io/replicas-managed-by": "False"}, True),
+    ({"cluster.x-k8s.io/replicas-managed-by": "false"}, False),
+], ids=["absent", "empty", "named-autoscaler", "capitalised-false", "false"])
+def test_machine_pool_replicas_managed_externally_follows_upstreams_truthiness(
+        annotations: dict[str, str], managed: bool) -> None:
+    p = project(raw("MachinePool", "v1beta2", {}, spec={"replicas": 2}, annotations=annotations))
+    assert isinstance(p, MachinePool)
+    assert p.replicas_managed_externally is managed
+
+
 INFRA_CASES = [
     ("v1beta2-contract", {"conditions": [V2_COND], "initialization": {"provisioned": True}, "replicas": 2,
                           "deprecated": {"v1beta1": {"failureReason": "R"}}}, "v1beta2", True, None, "R"),
