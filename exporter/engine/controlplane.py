@@ -216,7 +216,7 @@ def deleting(kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Machi
     if view.machine_pools:
         blockers.append("* MachinePools: " + rollup.list_names(p.meta.name for p in view.machine_pools))
     if workers:
-        blockers.append("* Worker Machines: " + rollup.list_names(m.meta.name for m in workers))
+        blockers.append("* Machines: " + rollup.list_names(m.meta.name for m in workers))
     if blockers:
         return Condition(DELETING, Status.TRUE, WAITING_FOR_WORKERS_DELETION,
                          "KubeadmControlPlane deletion blocked because following objects still exist:\n"

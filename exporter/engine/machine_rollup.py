@@ -164,8 +164,8 @@ def stale_deletion_message(view: GroupView, machines: Iterable[Machine], now: fl
     return message
 
 
-def list_names(names: Iterable[str], limit: int = 10) -> str:
-    """Sorted, comma separated, at most ``limit`` names then ``... (N more)``."""
+def list_names(names: Iterable[str], limit: int = 5) -> str:
+    """Sorted, comma separated, at most ``limit`` names then ``... (N more)`` (upstream lists five)."""
     ordered = sorted(names)
     shown = ", ".join(ordered[:limit])
     if len(ordered) > limit:

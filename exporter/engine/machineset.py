@@ -118,7 +118,7 @@ def deleting(deleting_: bool, view: GroupView, machines: Sequence[Machine], now:
         if stale:
             message += f"\n* {stale}"
     elif remaining_sets:
-        message = f"Deleting {remaining_sets} MachineSet" + ("" if remaining_sets == 1 else "s")
+        message = f"Deleting {remaining_sets} MachineSets"  # upstream's template: plural even for one
     else:
         message = "Deletion completed"
     return Condition(DELETING, Status.TRUE, DELETING_REASON, message)

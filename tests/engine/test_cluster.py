@@ -220,6 +220,9 @@ CASES = [
          ("True", "WaitingForWorkersDeletion", "* MachineDeployments: md1\n* MachinePools: mp1\n"
                                                "* Worker Machines: w1"),
          good(deleted_ago=10.0), objects=[KCP_AVAILABLE, MD, MP, machine("w1")]),
+    Case("deleting-waiting-for-workers-lists-five-names-then-a-count", "Deleting",
+         ("True", "WaitingForWorkersDeletion", "* Worker Machines: w1, w2, w3, w4, w5, ... (2 more)"),
+         good(deleted_ago=10.0), objects=[KCP_AVAILABLE, *(machine(f"w{i}") for i in range(1, 8))]),
     Case("deleting-waiting-for-control-plane", "Deleting",
          ("True", "WaitingForControlPlaneDeletion", "Waiting for KubeadmControlPlane to be deleted"),
          good(deleted_ago=10.0)),

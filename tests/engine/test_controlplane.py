@@ -158,8 +158,13 @@ CASES = [
     Case("deleting-waiting-for-workers", "Deleting",
          ("True", "WaitingForWorkersDeletion",
           "KubeadmControlPlane deletion blocked because following objects still exist:\n"
-          "* MachinePools: mp1\n* Worker Machines: w1"),
+          "* MachinePools: mp1\n* Machines: w1"),
          control_plane(deleted_ago=60.0), objects=[*three(), machine("w1"), machine_pool("mp1")]),
+    Case("deleting-waiting-for-workers-lists-five-names-then-a-count", "Deleting",
+         ("True", "WaitingForWorkersDeletion",
+          "KubeadmControlPlane deletion blocked because following objects still exist:\n"
+          "* Machines: w1, w2, w3, w4, w5, ... (2 more)"),
+         control_plane(deleted_ago=60.0), objects=[*three(), *(machine(f"w{i}") for i in range(1, 8))]),
     Case("deleting-waiting-for-machines", "Deleting",
          ("True", "WaitingForMachineDeletion", "Deleting 3 Machines"),
          control_plane(deleted_ago=60.0)),

@@ -194,7 +194,7 @@ def test_remediating_names_the_deployment_as_owner() -> None:
 DELETING_CASES: list[tuple[str, float | None, int, int, Status, str, str]] = [
     ("not-deleting", None, 1, 1, F, "NotDeleting", ""),
     ("machines-left", 5.0, 1, 2, T, "Deleting", "Deleting 2 Machines"),
-    ("only-machine-set-left", 5.0, 1, 0, T, "Deleting", "Deleting 1 MachineSet"),
+    ("only-machine-set-left-keeps-upstreams-plural", 5.0, 1, 0, T, "Deleting", "Deleting 1 MachineSets"),
     ("machine-sets-left", 5.0, 2, 0, T, "Deleting", "Deleting 2 MachineSets"),
     ("completed", 5.0, 0, 0, T, "Deleting", "Deletion completed"),
 ]
