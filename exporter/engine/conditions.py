@@ -8,6 +8,7 @@ rule of any kind and no lastTransitionTime bookkeeping (see ``evaluate.py``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -113,12 +114,23 @@ def merged_status(worst: Priority, target_negative: bool) -> Status:
     return Status.TRUE if is_issue == target_negative else Status.FALSE
 
 
+# A bullet anywhere in a line, as upstream's unanchored match of `\s*\*\s+` (RE2's ASCII \s).
+_BULLET = re.compile(r"\*[\t\n\f\r ]+")
+
+
 def indent_if_multiline(message: str) -> str:
-    """Nest a multi-line (or bulleted) message under its bullet, as upstream does."""
-    if "\n" not in message and not message.startswith("* "):
+    """Nest a multi-line (or bulleted) message under its bullet, as upstream does.
+
+    Lines get two spaces; when some line has no bullet, those lines get one ("  * ") and the
+    bulleted lines nest a level deeper ("    ").
+    """
+    if "\n" not in message and _BULLET.search(message) is None:
         return " " + message
     lines = message.split("\n")
-    return "\n" + "\n".join("  " + line for line in lines)
+    bulleted = [_BULLET.search(line) is not None for line in lines]
+    if all(bulleted):
+        return "\n" + "\n".join("  " + line for line in lines)
+    return "\n" + "\n".join(("    " if b else "  * ") + line for line, b in zip(lines, bulleted, strict=True))
 
 
 def summary(
@@ -227,45 +239,63 @@ def aggregate(
             worst_value = p
         rated.append((m, c, p))
     worst = Priority(worst_value)
+    status = merged_status(worst, target_negative)
     if worst is Priority.INFO and not any(c.message for _, c, _ in rated):
         # The common healthy case: nothing to list, so no grouping and no sorting.
-        return plain(target_type, merged_status(worst, target_negative), reasons.for_priority(worst))
-    # Issues and unknowns are listed; info only when nothing else is to be said.
-    shown_priorities = {Priority.INFO} if worst is Priority.INFO else {Priority.ISSUE, Priority.UNKNOWN}
-    groups: dict[tuple[int, str, str], list[Member]] = {}
-    for m, c, p in rated:
-        if p not in shown_priorities or (p == Priority.INFO and not c.message):
-            continue
-        groups.setdefault((p, m.kind, c.message or c.reason), []).append(m)
-    ordered = sorted(
-        groups.items(),
-        key=lambda item: (
-            not any(m.control_plane for m in item[1]),
-            item[0][0],
-            -len(item[1]),
-            item[0][2],
-        ),
-    )
-    lines: list[str] = []
-    for (_, kind, text), group in ordered[:MAX_AGGREGATE_BULLETS]:
-        names = sorted(m.name for m in group)
-        shown = ", ".join(names[:MAX_LISTED_NAMES])
-        if len(names) > MAX_LISTED_NAMES:
-            shown += f", ... ({len(names) - MAX_LISTED_NAMES} more)"
-        label = kind if len(names) == 1 else _plural(kind)
-        lines.append(f"* {label} {shown}:{indent_if_multiline(text)}")
-    left: dict[tuple[int, str], int] = {}
-    for (p, kind, _), group in ordered[MAX_AGGREGATE_BULLETS:]:
-        left[(p, kind)] = left.get((p, kind), 0) + len(group)
-    for (p, kind), count in sorted(left.items()):
-        label = kind if count == 1 else _plural(kind)
-        lines.append(f"And {count} {label} {_OTHER_TEXT[p]}")
+        return plain(target_type, status, reasons.for_priority(worst))
+    # Issues and unknowns are listed (an empty message too); info only when nothing else is to be
+    # said, and only info with a message.
+    if worst is Priority.INFO:
+        shown = [r for r in rated if r[1].message]
+    else:
+        shown = [r for r in rated if r[2] != Priority.INFO]
     return Condition(
         type=target_type,
-        status=merged_status(worst, target_negative),
+        status=status,
         reason=reasons.for_priority(worst),
-        message="\n".join(lines),
+        message="\n".join(_aggregate_lines(shown)),
     )
+
+
+def _aggregate_lines(rated: list[tuple[Member, Condition, int]]) -> list[str]:
+    """Upstream's aggregateMessages: per kind (alphabetical), messages ordered control plane first,
+    then by priority, by how many objects report them, and by the joined names of those objects;
+    at most three messages in all, the objects of the others counted per kind and priority."""
+    # Oldest transition first (a condition not reported counts as oldest), as upstream sorts its input.
+    rated = sorted(rated, key=lambda r: (r[1].last_transition_time or 0.0, r[0].name))
+    by_kind: dict[str, dict[str, list[Member]]] = {}
+    message_priority: dict[str, int] = {}
+    for m, c, p in rated:
+        by_kind.setdefault(m.kind, {}).setdefault(c.message, []).append(m)
+        # The same message at several priorities counts at the worst of them.
+        message_priority[c.message] = min(p, message_priority.get(c.message, p))
+    budget = MAX_AGGREGATE_BULLETS
+    lines: list[str] = []
+    for kind in sorted(by_kind):
+        messages = by_kind[kind]
+        ordered = sorted(messages, key=lambda text: (
+            not any(m.control_plane for m in messages[text]),
+            message_priority[text],
+            -len(messages[text]),
+            ",".join(m.name for m in messages[text]),
+        ))
+        others: dict[int, int] = {}
+        for text in ordered:
+            group = messages[text]
+            if budget == 0:
+                others[message_priority[text]] = others.get(message_priority[text], 0) + len(group)
+                continue
+            names = [m.name for m in sorted(group, key=lambda m: (not m.control_plane, m.name))]
+            shown = ", ".join(names[:MAX_LISTED_NAMES])
+            if len(names) > MAX_LISTED_NAMES:
+                shown += f", ... ({len(names) - MAX_LISTED_NAMES} more)"
+            label = kind if len(names) == 1 else _plural(kind)
+            lines.append(f"* {label} {shown}:{indent_if_multiline(text)}")
+            budget -= 1
+        for p in sorted(others):
+            label = kind if others[p] == 1 else _plural(kind)
+            lines.append(f"And {others[p]} {label} {_OTHER_TEXT[p]}")
+    return lines
 
 
 PAUSED = "Paused"

@@ -258,3 +258,82 @@ def test_not_yet_reported_and_paused() -> None:
     assert p.message == (
         "Cluster spec.paused is set to true, MachineDeployment has the cluster.x-k8s.io/paused annotation"
     )
+
+
+# Upstream's util/conditions message tests (merge_strategies_test.go), as facts: the objects each
+# condition belongs to, in upstream's order, and the message upstream writes.
+def md(name: str, status: Status, message: str, kind: str = "MachineDeployment", cp: bool = False) -> Member:
+    return Member(kind, name, c("A", status, "", message), control_plane=cp)
+
+
+AGGREGATE_MESSAGE_CASES = {
+    "TestAggregateMessages/groups-by-kind-max-3-messages-aggregate-objects-count-others": (
+        [md("obj02", F, "Message-1"), md("obj01", F, "Message-1"), md("obj04", F, "* Message-2"),
+         md("obj03", F, "* Message-2"), md("obj06", F, "* Message-3A\n* Message-3B"),
+         md("obj05", F, "Message-1"), md("obj08", F, "Message-1"), md("obj07", F, "Message-4"),
+         md("obj09", F, "Message-1"), md("obj10", F, "Message-5"),
+         md("obj11", F, "Message-1", "MachineSet"), md("obj12", F, "Message-1", "MachineSet")],
+        "* MachineDeployments obj01, obj02, obj05, ... (2 more): Message-1\n"
+        "* MachineDeployments obj03, obj04:\n  * Message-2\n"
+        "* MachineDeployment obj06:\n  * Message-3A\n  * Message-3B\n"
+        "And 2 MachineDeployments with other issues\n"
+        "And 2 MachineSets with other issues",
+    ),
+    "TestAggregateMessages/issue-messages-go-before-unknown": (
+        [md("obj02", U, "Message-1"), md("obj01", U, "Message-1"), md("obj04", F, "* Message-2"),
+         md("obj03", F, "* Message-2"), md("obj06", F, "* Message-3A\n* Message-3B"),
+         md("obj05", U, "Message-1"), md("obj08", U, "Message-1"),
+         md("obj07", F, "Message-4\n* More Message-4"), md("obj09", U, "Message-1"),
+         md("obj10", F, "Message-5")],
+        "* MachineDeployments obj03, obj04:\n  * Message-2\n"
+        "* MachineDeployment obj06:\n  * Message-3A\n  * Message-3B\n"
+        "* MachineDeployment obj07:\n  * Message-4\n    * More Message-4\n"
+        "And 1 MachineDeployment with other issues\n"
+        "And 5 MachineDeployments with status unknown",
+    ),
+    "TestAggregateMessages/control-plane-machines-always-go-before-other-machines": (
+        [md("obj02", U, "* Message-1", "Machine", cp=True), md("obj01", U, "* Message-1", "Machine"),
+         md("obj04", F, "* Message-2", "Machine"), md("obj03", F, "* Message-2", "Machine"),
+         md("obj06", F, "* Message-3A\n* Message-3B", "Machine"), md("obj05", F, "* Message-2", "Machine")],
+        "* Machines obj02, obj01:\n  * Message-1\n"
+        "* Machines obj03, obj04, obj05:\n  * Message-2\n"
+        "* Machine obj06:\n  * Message-3A\n  * Message-3B",
+    ),
+    "sort-messages-equal-priority-and-count-by-joined-names-not-text": (
+        [md("b", F, "a message"), md("a", F, "z message")],
+        "* MachineDeployment a: z message\n* MachineDeployment b: a message",
+    ),
+    "kinds-in-alphabetical-order-each-with-its-others": (
+        [md("s1", F, "s"), md("d1", F, "d1"), md("d2", F, "d2"), md("d3", F, "d3"), md("d4", F, "d4"),
+         md("p1", F, "a pool message", "MachinePool")],
+        "* MachineDeployment d1: d1\n* MachineDeployment d2: d2\n* MachineDeployment d3: d3\n"
+        "And 2 MachineDeployments with other issues\nAnd 1 MachinePool with other issues",
+    ),
+    "an-issue-without-message-is-listed-with-it-empty-not-its-reason": (
+        [Member("MachineDeployment", "a", c("A", F, "SomeReason", ""))],
+        "* MachineDeployment a: ",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", AGGREGATE_MESSAGE_CASES)
+def test_aggregate_messages_as_upstream(name: str) -> None:
+    members, want = AGGREGATE_MESSAGE_CASES[name]
+    got = aggregate("A", members, source_type="A", reasons=READY)
+    assert got.message == want
+
+
+def test_summary_messages_handles_multiline_messages_as_upstream() -> None:
+    """Upstream TestSummaryMessages/Handles multiline messages."""
+    conds = (c("A", T, "Reason-A", "Message-A"), c("B", T, "Reason-B", "* Message-B"),
+             c("C", T, "Reason-C", "* Message-C1\n* Message-C2"),
+             c("D", T, "Reason-D", "Message-D\n* More Message-D"),
+             c("E", T, "Reason-E", "* Message-E1\n  * More Message-E1\n* Message-E2"))
+    got = summary("Ready", conds, for_types=("A", "B", "C", "D", "E"), reasons=READY)
+    assert got.message == (
+        "* A: Message-A\n"
+        "* B:\n  * Message-B\n"
+        "* C:\n  * Message-C1\n  * Message-C2\n"
+        "* D:\n  * Message-D\n    * More Message-D\n"
+        "* E:\n  * Message-E1\n    * More Message-E1\n  * Message-E2"
+    )
