@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import socket
@@ -49,20 +50,62 @@ def test_serve_is_the_default_command_and_flags_fill_the_config(tmp_path):
     (["--from-files", "/nonexistent/dir"], "--from-files /nonexistent/dir: no such file or directory"),
     (["--files.poll-interval", "0"], "--files.poll-interval 0.0: must be positive"),
     (["evaluate", "--from-files", ".", "--now", "yesterday"], "--now 'yesterday': expected an RFC3339 time"),
+    (["--log.format", "xml"], "--log.format 'xml': expected one of logfmt, json"),
+    (["--log.level", "verbose"], "--log.level 'verbose': expected one of debug, info, warn, error"),
+    (["evaluate", "--from-files", ".", "--log.level", "trace"], "--log.level 'trace'"),
+    (["--web.telemetry-path", "metrics"], "--web.telemetry-path 'metrics': must start with /"),
+    (["--web.telemetry-path", "/healthz"], "--web.telemetry-path '/healthz': /, /healthz, /readyz are served"),
+    (["--web.telemetry-path", "/readyz/"], "--web.telemetry-path '/readyz/': /, /healthz, /readyz are served"),
+    (["--web.telemetry-path", "/"], "--web.telemetry-path '/': /, /healthz, /readyz are served"),
+    (["--web.telemetry-path", "/my metrics"], "--web.telemetry-path '/my metrics': expected a path of"),
+    (["--web.telemetry-path", "/m/{name}"], "--web.telemetry-path '/m/{name}': expected a path of"),
+    (["--web.telemetry-path", "/%6detrics"], "--web.telemetry-path '/%6detrics': expected a path of"),
+    (["--web.telemetry-path", "/a/../metrics"], "--web.telemetry-path '/a/../metrics': expected a path of"),
 ], ids=["listen-address", "shard-range", "shard-auto", "shard-text", "total-shards", "exclude", "from-files",
-        "poll-interval", "now"])
+        "poll-interval", "now", "log-format", "log-level", "evaluate-log-level", "telemetry-relative",
+        "telemetry-healthz", "telemetry-readyz", "telemetry-root", "telemetry-space", "telemetry-braces",
+        "telemetry-percent", "telemetry-dotdot"])
 def test_invalid_flags_exit_2_with_what_to_fix(argv, message, capsys, monkeypatch):
     monkeypatch.delenv("POD_NAME", raising=False)
     assert main(argv) == 2
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["evaluate"], ["--log.format", "xml"], ["--total-shards", "two"]],
-                         ids=["evaluate-needs-files", "log-format", "total-shards-type"])
+@pytest.mark.parametrize("argv", [["evaluate"], ["--total-shards", "two"]],
+                         ids=["evaluate-needs-files", "total-shards-type"])
 def test_argparse_errors_exit_2(argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
+
+
+def test_log_flag_aliases_read_as_the_prometheus_spellings():
+    config = parse(["--log.level", "warning", "--log.format", "text"])
+    assert (config.log_level, config.log_format) == ("warn", "logfmt")
+    assert config.deprecations == ("--log.format text is deprecated and reads as logfmt; pass --log.format logfmt",)
+    defaults = parse([])
+    assert (defaults.log_level, defaults.log_format, defaults.deprecations) == ("info", "logfmt", ())
+    assert parse(["--log.level", "warn"]).deprecations == ()  # warning is an alias, not deprecated
+
+
+def test_web_flags_fill_the_config():
+    config = parse(["--web.telemetry-path", "/fleet/metrics", "--web.disable-exporter-metrics"])
+    assert (config.telemetry_path, config.disable_exporter_metrics) == ("/fleet/metrics", True)
+    assert (parse([]).telemetry_path, parse([]).disable_exporter_metrics) == ("/metrics", False)
+    assert parse(["--web.telemetry-path", "/metrics/"]).telemetry_path == "/metrics/"
+
+
+def test_help_names_every_flag_and_value_the_readme_lists(capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = capsys.readouterr().out
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("fleet-status-exporter serve [")
+    block = readme[start:readme.index("```", start)]
+    flags = set(re.findall(r"--[a-z][a-z.-]+", block))
+    assert flags == set(re.findall(r"--[a-z][a-z.-]+", text)) - {"--help"}, "README flag list != --help"
+    for values in ("debug|info|warn|error", "logfmt|json"):
+        assert values in text and values in block
 
 
 def test_shard_auto_reads_the_statefulset_ordinal(monkeypatch):
