@@ -159,5 +159,7 @@ def setup(level: str, fmt: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(_PYTHON_LEVELS[level])
+    # Python's warnings (a library's DeprecationWarning) become records too: one line each.
+    logging.captureWarnings(True)
     # aiohttp's access log would print one line per scrape; keep it for debugging only.
     logging.getLogger("aiohttp.access").setLevel(logging.DEBUG if level == "debug" else logging.WARNING)

@@ -11,6 +11,7 @@ import io
 import json
 import logging
 import re
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -144,7 +145,12 @@ def test_setup_filters_by_the_canonical_level(capsys):
         logging_setup.setup("debug", "json")
         log.debug("debugging")
         assert json.loads(capsys.readouterr().err)["level"] == "debug"
+        warnings.warn("old API", DeprecationWarning, stacklevel=1)
+        (line,) = capsys.readouterr().err.splitlines()
+        record = json.loads(line)
+        assert record["level"] == "warn" and "DeprecationWarning: old API" in record["msg"]
     finally:
+        logging.captureWarnings(False)
         root.handlers[:], level = saved
         root.setLevel(level)
 
