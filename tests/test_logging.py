@@ -145,7 +145,10 @@ def test_setup_filters_by_the_canonical_level(capsys):
         logging_setup.setup("debug", "json")
         log.debug("debugging")
         assert json.loads(capsys.readouterr().err)["level"] == "debug"
-        warnings.warn("old API", DeprecationWarning, stacklevel=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")  # whatever filters earlier tests left
+            logging_setup.setup("debug", "json")
+            warnings.warn("old API", DeprecationWarning, stacklevel=1)
         (line,) = capsys.readouterr().err.splitlines()
         record = json.loads(line)
         assert record["level"] == "warn" and "DeprecationWarning: old API" in record["msg"]
