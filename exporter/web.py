@@ -55,6 +55,7 @@ log = logging.getLogger("exporter.web")
 WRITE_CHUNK = 1 << 16  # small parts are joined up to this before a write, to save syscalls
 YIELD_AFTER_SECONDS = SLICE_SECONDS  # the longest a /metrics response writes before letting others run
 
+
 @dataclass
 class Exposition:
     """What the server serves; the composition root fills it in."""
