@@ -2,7 +2,12 @@
 #
 #   docker build -t fleet-status-exporter:dev .
 #   docker build --build-arg VERSION=0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" \
-#     --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -t fleet-status-exporter:0.1.0 .
+#     --build-arg BRANCH="$(git rev-parse --abbrev-ref HEAD)" \
+#     --build-arg BUILD_DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -t fleet-status-exporter:0.1.0 .
+#
+# REVISION, BRANCH and BUILD_DATE reach the exporter as environment variables: `--version`, the
+# landing page and fleet_status_exporter_build_info show them ("unknown" when not given). VERSION
+# labels the image; it is the package version of pyproject.toml, which the exporter reports.
 #
 # Dependencies: the build stage resolves the runtime dependencies declared in pyproject.toml (the
 # single place where they are constrained, e.g. kubernetes-asyncio to 36.1.x) into wheels once,
@@ -45,13 +50,14 @@ FROM python:3.11.13-slim-bookworm
 
 ARG VERSION=0.1.0
 ARG REVISION=unknown
-ARG CREATED=unknown
+ARG BRANCH=unknown
+ARG BUILD_DATE=unknown
 
 LABEL org.opencontainers.image.title="fleet-status-exporter" \
       org.opencontainers.image.description="Prometheus exporter for Cluster API fleets and Open Cluster Management ManifestWorkReplicaSets" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.created="${BUILD_DATE}" \
       org.opencontainers.image.source="https://github.com/fleet-status-exporter/fleet-status-exporter" \
       org.opencontainers.image.url="https://github.com/fleet-status-exporter/fleet-status-exporter" \
       org.opencontainers.image.documentation="https://github.com/fleet-status-exporter/fleet-status-exporter/blob/main/README.md" \
@@ -68,7 +74,10 @@ COPY --from=build /opt/fleet-status-exporter /opt/fleet-status-exporter
 
 ENV PATH="/opt/fleet-status-exporter/bin:${PATH}" \
     PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    FLEET_STATUS_EXPORTER_REVISION="${REVISION}" \
+    FLEET_STATUS_EXPORTER_BRANCH="${BRANCH}" \
+    FLEET_STATUS_EXPORTER_BUILD_DATE="${BUILD_DATE}"
 
 USER 65532:65532
 EXPOSE 9842

@@ -30,15 +30,18 @@ from typing import Protocol
 
 from aiohttp import web
 
-from exporter import __version__, allocator, implementation, webconfig
+from exporter import allocator, webconfig
 from exporter.batching import DEBOUNCE_SECONDS, Batcher
+from exporter.buildinfo import current as current_build
 from exporter.compaction import keep_compressed
 from exporter.config import Config, ConfigError
 from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
 from exporter.engine.model import Base, ObjectKey, Result
 from exporter.gcpolicy import manage_gc
+from exporter.landing import page as landing_page
 from exporter.logging_setup import setup as setup_logging
+from exporter.metrics.process import ProcessMetrics
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.offload import MemberBuilder
@@ -350,8 +353,22 @@ def kube_resources(source_stats: object) -> list[ResourceStats]:
     return out
 
 
+def summary(config: Config, source: str) -> list[tuple[str, str]]:
+    """The configuration a person checks first, for the landing page."""
+    return [
+        ("Source", source),
+        ("Namespaces", ", ".join(config.namespaces) or "all"),
+        ("Shard", f"{config.shard} of {config.total_shards} (counted from 0)"),
+        ("Excluded resources", ", ".join(config.exclude_resources) or "none"),
+        ("Exporter metrics", "left out (--web.disable-exporter-metrics)" if config.disable_exporter_metrics
+         else "process_* and python_info served"),
+    ]
+
+
 def serve(config: Config) -> int:
     setup_logging(config.log_level, config.log_format)
+    for message in config.deprecations:
+        log.warning(message)
     libc = allocator.glibc()
     allocator.configure_malloc(libc)  # before any thread exists
     loop = asyncio.new_event_loop()
@@ -408,7 +425,9 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     renderer = Renderer()
     stats = ExporterStats(shard=config.shard, total_shards=config.total_shards)
     pipeline = Pipeline(store, sink, renderer, stats, keep)
-    log.info("starting", extra={"version": __version__, "implementation": implementation(),
+    build = current_build()
+    log.info("starting", extra={"version": build.version, "revision": build.revision, "branch": build.branch,
+                                "implementation": build.implementation,
                                 "source": "files" if config.from_files else "kube",
                                 "shard": config.shard, "total_shards": config.total_shards})
 
@@ -421,8 +440,11 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
             lambda: (files.synced, [] if files.synced else ["files: not read yet"]))
         resources: Callable[[], Iterable[ResourceStats]] = lambda: file_resources(files.stats)  # noqa: E731
         tasks.append(asyncio.create_task(supervised("files", files.run, stats), name="files"))
+        source = f"files: {config.from_files.resolve()}"
     else:
-        from exporter.sources.kube import KubeSource, KubeSourceConfig, SourceStats
+        from exporter.sources.kube import KubeSource, KubeSourceConfig, SourceStats, origin
+
+        source = f"Kubernetes API: {origin(str(config.kubeconfig) if config.kubeconfig else None)}"
 
         kube_stats = SourceStats()
         kube = KubeSource(sink, KubeSourceConfig(
@@ -452,8 +474,11 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     await builder.start()
     exposition = Exposition(renderer, stats, lambda: pipeline.ready and source_ready()[0], resources, builder,
                             ready_detail)
-    runner = web.AppRunner(make_app(exposition, web_cfg), handle_signals=False, access_log=None,
-                           shutdown_timeout=SHUTDOWN_SECONDS / 2)
+    if not config.disable_exporter_metrics:
+        exposition.process = ProcessMetrics(lambda: builder.worker_pid)
+    exposition.landing = landing_page(config.telemetry_path, summary(config, source), build)
+    runner = web.AppRunner(make_app(exposition, web_cfg, telemetry_path=config.telemetry_path),
+                           handle_signals=False, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS / 2)
     await runner.setup()
     site = LimitedSite(runner, config.listen_host or None, config.listen_port, web_config=web_cfg,
                        ssl_context=web_cfg.ssl_context() if web_cfg else None)
@@ -474,6 +499,7 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
         return 1
     log.info("listening", extra={
         "address": f"{config.listen_host or '0.0.0.0'}:{config.listen_port}",
+        "telemetry_path": config.telemetry_path,
         "tls": bool(web_cfg and web_cfg.tls), "basic_auth": bool(web_cfg and web_cfg.users),
     })
 

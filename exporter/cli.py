@@ -8,12 +8,12 @@ a runtime failure. Owns no wiring: ``serve`` hands the Config to ``exporter.app`
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from exporter import __version__, implementation
 from exporter.config import DEFAULT_LISTEN, OUTPUTS, Config, ConfigError, build
 from exporter.logging_setup import FORMATS, LEVELS
 
@@ -24,8 +24,36 @@ COMMANDS = ("serve", "evaluate")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--log.level", dest="log_level", default="info", choices=LEVELS)
-    p.add_argument("--log.format", dest="log_format", default="text", choices=FORMATS)
+    # Checked by config.build, which knows the aliases (warning, text) and names the flag.
+    p.add_argument("--log.level", dest="log_level", default="info", metavar="|".join(LEVELS),
+                   help="only log at this level or above (default info; warning = warn)")
+    p.add_argument("--log.format", dest="log_format", default="logfmt", metavar="|".join(FORMATS),
+                   help="logfmt (ts=... level=... caller=... msg=... key=value) or json, one record "
+                        "per line on stderr (default logfmt; text, deprecated, = logfmt)")
+
+
+class _Version(argparse.Action):
+    """``--version``: the build, as Prometheus' version.Print shows it (git is read only here)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and build and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from exporter.buildinfo import current
+
+        sys.stdout.write(current().text())
+        parser.exit()
+
+
+def _conventions(serve: argparse.ArgumentParser) -> None:
+    """The node_exporter-style web flags."""
+    serve.add_argument("--web.telemetry-path", dest="telemetry_path", default="/metrics", metavar="PATH",
+                       help="path under which to serve the metrics (default /metrics)")
+    serve.add_argument("--web.disable-exporter-metrics", dest="disable_exporter_metrics",
+                       action="store_true",
+                       help="leave out the metrics about the exporter's processes (process_*, "
+                            "python_info); the fleet_status_exporter_* self-metrics the shipped "
+                            "alerts read are always served")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -33,7 +61,7 @@ def parser() -> argparse.ArgumentParser:
         prog="fleet-status-exporter",
         description="Cluster API and Open Cluster Management status as Prometheus metrics.",
     )
-    root.add_argument("--version", action="version", version=f"%(prog)s {__version__} ({implementation()})")
+    root.add_argument("--version", action=_Version)
     sub = root.add_subparsers(dest="command", metavar="{serve,evaluate}")
 
     serve = sub.add_parser("serve", help="watch objects and serve /metrics (the default command)")
@@ -58,6 +86,7 @@ def parser() -> argparse.ArgumentParser:
                        help="number of shards (default 1)")
     serve.add_argument("--files.poll-interval", dest="files_poll_interval", type=float, default=2.0,
                        metavar="SECONDS", help="how often --from-files checks for changes (default 2)")
+    _conventions(serve)
     _common(serve)
 
     evaluate = sub.add_parser("evaluate", help="evaluate manifests once and print the result")
@@ -85,6 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fleet-status-exporter: error: {exc}", file=sys.stderr)
         return 2
     if config.command == "evaluate":
+        from exporter.logging_setup import setup as setup_logging
+
+        setup_logging(config.log_level, config.log_format)
+        for message in config.deprecations:
+            logging.getLogger("exporter.cli").warning(message)
         return evaluate(config)
     from exporter.app import serve  # imported late: evaluate needs no server
 

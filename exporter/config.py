@@ -8,13 +8,21 @@ the CLI exits with status 2 on it. Owns no flag parsing (``cli``) and no wiring 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Final
 
-from exporter.logging_setup import FORMATS, LEVELS
+from exporter.logging_setup import (
+    FORMAT_ALIASES,
+    FORMATS,
+    LEVEL_ALIASES,
+    LEVELS,
+    canonical_format,
+    canonical_level,
+)
 from exporter.sharding import ordinal_from_pod_name
 
 DEFAULT_LISTEN: Final = ":9842"
@@ -50,10 +58,15 @@ class Config:
     shard: int = 0
     total_shards: int = 1
     log_level: str = "info"
-    log_format: str = "text"
+    log_format: str = "logfmt"
     files_poll_interval: float = 2.0
     now: float | None = None
     output: str = "table"
+    # Prometheus exporter conventions: where the metrics are served, whether the process_* and
+    # python_info families are, and the deprecated spellings used (logged once logging is set up).
+    telemetry_path: str = "/metrics"
+    disable_exporter_metrics: bool = False
+    deprecations: tuple[str, ...] = ()
 
 
 def parse_listen_address(value: str, flag: str = "--web.listen-address") -> tuple[str, int]:
@@ -119,20 +132,20 @@ def build(
     shard: str = "0",
     total_shards: int = 1,
     log_level: str = "info",
-    log_format: str = "text",
+    log_format: str = "logfmt",
     files_poll_interval: float = 2.0,
     now: str | None = None,
     output: str = "table",
+    telemetry_path: str = "/metrics",
+    disable_exporter_metrics: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> Config:
     """Check every value and return the frozen Config, or raise ConfigError naming the flag."""
     host, port = parse_listen_address(listen_address)
     probe_host, probe_port = parse_listen_address(probe_address, "--web.probe-address") if probe_address \
         else ("", None)
-    if log_level not in LEVELS:
-        raise ConfigError(f"--log.level {log_level!r}: expected one of {', '.join(LEVELS)}")
-    if log_format not in FORMATS:
-        raise ConfigError(f"--log.format {log_format!r}: expected one of {', '.join(FORMATS)}")
+    level, fmt, deprecations = _logging_flags(log_level, log_format)
+    path = check_telemetry_path(telemetry_path)
     if output not in OUTPUTS:
         raise ConfigError(f"--output {output!r}: expected one of {', '.join(OUTPUTS)}")
     if not files_poll_interval > 0:
@@ -158,12 +171,57 @@ def build(
         exclude_resources=tuple(dict.fromkeys(canonical_kind(k) for k in exclude_resources)),
         shard=resolve_shard(shard, total_shards, os.environ if env is None else env),
         total_shards=total_shards,
-        log_level=log_level,
-        log_format=log_format,
+        log_level=level,
+        log_format=fmt,
         files_poll_interval=files_poll_interval,
         now=parse_now(now),
         output=output,
+        telemetry_path=path,
+        disable_exporter_metrics=disable_exporter_metrics,
+        deprecations=deprecations,
     )
+
+
+# --- Prometheus exporter conventions: logging flags and the telemetry path ---
+
+# Paths the server answers itself; the metrics cannot be served there too.
+RESERVED_PATHS: Final = ("/", "/healthz", "/readyz")
+# RFC 3986 path characters but "%" (a percent-encoded path would be matched decoded) and the
+# braces aiohttp reads as a route variable.
+_PATH_SEGMENT: Final = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@-]+")
+
+
+def _logging_flags(level: str, fmt: str) -> tuple[str, str, tuple[str, ...]]:
+    """The canonical level and format, and the deprecation warnings their spelling calls for."""
+    canonical = canonical_level(level)
+    if canonical is None:
+        spellings = ", ".join([*LEVELS, *(f"{a} (= {c})" for a, c in LEVEL_ALIASES.items())])
+        raise ConfigError(f"--log.level {level!r}: expected one of {spellings}")
+    fmt_canonical = canonical_format(fmt)
+    if fmt_canonical is None:
+        spellings = ", ".join([*FORMATS, *(f"{a} (deprecated, = {c})" for a, c in FORMAT_ALIASES.items())])
+        raise ConfigError(f"--log.format {fmt!r}: expected one of {spellings}")
+    deprecations: tuple[str, ...] = ()
+    if fmt in FORMAT_ALIASES:
+        deprecations = (f"--log.format {fmt} is deprecated and reads as {fmt_canonical}; "
+                        f"pass --log.format {fmt_canonical}",)
+    return canonical, fmt_canonical, deprecations
+
+
+def check_telemetry_path(value: str) -> str:
+    """``--web.telemetry-path`` checked: an absolute path of plain segments, not one of the
+    server's own paths."""
+    flag = f"--web.telemetry-path {value!r}"
+    if not value.startswith("/"):
+        raise ConfigError(f"{flag}: must start with /, e.g. /metrics")
+    if value.rstrip("/") in ("", *RESERVED_PATHS):
+        raise ConfigError(f"{flag}: {', '.join(RESERVED_PATHS)} are served already (landing page and "
+                          "probes); choose another path, e.g. /metrics")
+    segments = value[1:].removesuffix("/").split("/")
+    if any(s in (".", "..") or not _PATH_SEGMENT.fullmatch(s) for s in segments):
+        raise ConfigError(f"{flag}: expected a path of letters, digits and -._~!$&'()*+,;=:@ "
+                          "between single slashes, without percent-encoding, e.g. /metrics")
+    return value
 
 
 def _existing(value: str | None, flag: str, what: str) -> Path | None:

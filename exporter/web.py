@@ -21,6 +21,8 @@ evicts the one idle or waiting for headers the longest (a client that finished i
 never evicted), so a flood of slow connections can neither exhaust descriptors nor keep a probe
 out. TLS handshakes are bounded by ``header_timeout`` too. ``make_probe_app`` serves only the
 probes, for a plain-HTTP listener the kubelet can reach when client certificates are required.
+The metrics are served at the telemetry path (``--web.telemetry-path``, default ``/metrics``),
+the landing page (``exporter.landing``) at ``/``, both behind the web config's authentication.
 Owns no knowledge of kinds or metric names.
 """
 
@@ -38,8 +40,10 @@ from typing import Any
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from exporter.landing import page as landing_page
 from exporter.metrics import selfmetrics
 from exporter.metrics.exposition import CONTENT_TYPE
+from exporter.metrics.process import ProcessMetrics
 from exporter.metrics.renderer import Renderer, gzip_member
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.offload import MemberBuilder
@@ -50,10 +54,6 @@ log = logging.getLogger("exporter.web")
 
 WRITE_CHUNK = 1 << 16  # small parts are joined up to this before a write, to save syscalls
 YIELD_AFTER_SECONDS = SLICE_SECONDS  # the longest a /metrics response writes before letting others run
-
-LANDING = b"""<html><head><title>fleet-status-exporter</title></head><body>
-<h1>fleet-status-exporter</h1><p><a href="/metrics">Metrics</a></p></body></html>
-"""
 
 
 @dataclass
@@ -70,6 +70,10 @@ class Exposition:
     # Lines for the /readyz body: what is not current and why (also what is merely reported, as
     # a resource the exporter may not read, while ready).
     ready_detail: Callable[[], Iterable[str]] = lambda: ()
+    # The process_* and python_info families; None with --web.disable-exporter-metrics.
+    process: ProcessMetrics | None = None
+    # The landing page at /; by default one with the links and no configuration summary.
+    landing: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +142,8 @@ async def _body(renderer: Renderer, exposition: Exposition, gzip: bool,
         cached_objects=len(renderer),
         names=names,
     )
+    if exposition.process is not None:
+        tail += exposition.process.render(names)
     size = snap.size + len(tail)
     if not gzip:
         return itertools.chain(snap.texts(), (tail,)), size, size
@@ -229,7 +235,7 @@ def make_probe_app(exposition: Exposition) -> web.Application:
 
 
 def make_app(exposition: Exposition, web_config: WebConfig | None = None,
-             limits: ServerLimits | None = None) -> web.Application:
+             limits: ServerLimits | None = None, telemetry_path: str = "/metrics") -> web.Application:
     auth = web_config if web_config is not None and web_config.auth_required else None
     write_timeout = (limits or ServerLimits()).write_timeout
     extra_headers = dict(web_config.headers) if web_config is not None else {}
@@ -297,16 +303,18 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None,
 
     healthz, readyz = _probe_handlers(exposition)
 
+    landing_body = exposition.landing if exposition.landing is not None else landing_page(telemetry_path)
+
     async def landing(request: web.Request) -> web.Response:
         refusal = await denied(request)
         if refusal is not None:
             return refusal
-        return web.Response(body=LANDING, content_type="text/html")
+        return web.Response(body=landing_body, content_type="text/html", charset="utf-8")
 
     app = web.Application(middlewares=[guard])
     if extra_headers:
         app.on_response_prepare.append(add_headers)
-    app.router.add_get("/metrics", metrics)
+    app.router.add_get(telemetry_path, metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/", landing)

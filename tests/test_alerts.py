@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from exporter.metrics import selfmetrics
+from exporter.metrics import process, selfmetrics
 from exporter.metrics.catalog import KINDS, label_names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ def catalog() -> dict[str, set[str]]:
     for spec in KINDS:
         for fam in spec.families:
             out.setdefault(fam.name, set()).update(label_names(spec, fam))
-    for fam in selfmetrics.FAMILIES:
+    for fam in (*selfmetrics.FAMILIES, *process.FAMILIES):
         out[fam.name] = set(fam.labels)
     return out
 

@@ -15,7 +15,7 @@ import pytest
 
 from exporter import cli
 from exporter.config import DEFAULT_LISTEN, Config
-from exporter.logging_setup import FORMATS, LEVELS
+from exporter.logging_setup import FORMAT_ALIASES, FORMATS, LEVEL_ALIASES, LEVELS
 from tests.chart.harness import CHART, ci_values_files, container, render
 
 SCHEMA = json.loads((CHART / "values.schema.json").read_text())
@@ -45,7 +45,7 @@ def test_namespaced_scenario() -> None:
     config = parsed(values_files=[CHART / "ci" / "01-namespaced-values.yaml"])
     assert config.namespaces == ("fleet-a", "fleet-b")
     assert config.exclude_resources == ("MachineHealthCheck",)
-    assert (config.log_level, config.log_format) == ("debug", "text")
+    assert (config.log_level, config.log_format) == ("debug", "logfmt")
 
 
 def test_shard_auto_reads_the_statefulset_ordinal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,11 +63,22 @@ def test_web_config_flag_points_at_the_mounted_file(monkeypatch: pytest.MonkeyPa
     assert config.web_config_file == mount / "web-config.yml"
 
 
-@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("level", [*LEVELS, *LEVEL_ALIASES])
 def test_every_log_level_the_schema_allows_is_accepted(level: str) -> None:
-    assert parsed({"logLevel": level}).log_level == level
+    assert parsed({"logLevel": level}).log_level == LEVEL_ALIASES.get(level, level)
+
+
+@pytest.mark.parametrize("fmt", [*FORMATS, *FORMAT_ALIASES])
+def test_every_log_format_the_schema_allows_is_accepted(fmt: str) -> None:
+    assert parsed({"logFormat": fmt}).log_format == FORMAT_ALIASES.get(fmt, fmt)
 
 
 def test_schema_enums_match_the_cli() -> None:
-    assert tuple(SCHEMA["properties"]["logLevel"]["enum"]) == LEVELS
-    assert tuple(SCHEMA["properties"]["logFormat"]["enum"]) == FORMATS
+    # The aliases stay valid so that values written for earlier versions still install.
+    assert tuple(SCHEMA["properties"]["logLevel"]["enum"]) == (*LEVELS, *LEVEL_ALIASES)
+    assert tuple(SCHEMA["properties"]["logFormat"]["enum"]) == (*FORMATS, *FORMAT_ALIASES)
+
+
+def test_telemetry_path_value_reaches_the_flag() -> None:
+    assert parsed({"telemetryPath": "/fleet/metrics"}).telemetry_path == "/fleet/metrics"
+    assert parsed().telemetry_path == "/metrics"

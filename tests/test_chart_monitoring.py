@@ -27,6 +27,7 @@ from tests.chart.harness import (
     by_kind,
     chart_copies,
     chart_copy,
+    container,
     one,
     render,
 )
@@ -158,6 +159,16 @@ def test_service_monitor_basic_auth_and_tls_pass_through() -> None:
     assert endpoint["scheme"] == "https"
     assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
     assert endpoint["basicAuth"] == monitor["basicAuth"]
+
+
+def test_service_monitor_scrapes_the_telemetry_path_the_exporter_is_given() -> None:
+    values = {"prometheus": {"monitor": {"enabled": True}}, "telemetryPath": "/fleet/metrics"}
+    manifests = render(values)
+    (endpoint,) = one(manifests, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["path"] == "/fleet/metrics"
+    assert "--web.telemetry-path=/fleet/metrics" in container(manifests)["args"]
+    # Without the value, the flag is left to its default, which the ServiceMonitor names.
+    assert not any(a.startswith("--web.telemetry-path") for a in container(render())["args"])
 
 
 def test_service_monitor_is_off_by_default() -> None:

@@ -177,7 +177,7 @@ def test_namespaced_scenario_passes_each_namespace_and_exclusion() -> None:
         "serve",
         "--web.listen-address=:9842",
         "--log.level=debug",
-        "--log.format=text",
+        "--log.format=logfmt",
         "--namespace=fleet-a",
         "--namespace=fleet-b",
         "--exclude-resource=MachineHealthCheck",

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from exporter import buildinfo
 from tests.chart.harness import CHART, REPO
 
 DOCKERFILE = REPO / "Dockerfile"
@@ -167,11 +168,31 @@ def test_no_add_and_no_healthcheck() -> None:
     assert "HEALTHCHECK" not in keywords, "Kubernetes probes /healthz and /readyz"
 
 
+def test_build_arguments_reach_the_exporter() -> None:
+    # The values --version and fleet_status_exporter_build_info report come from the build
+    # arguments, through the environment variables exporter.buildinfo reads.
+    args = {a.split("=")[0]: a.partition("=")[2] for a in final("ARG")}
+    assert {"VERSION", "REVISION", "BRANCH", "BUILD_DATE"} <= args.keys()
+    assert args["REVISION"] == args["BRANCH"] == args["BUILD_DATE"] == buildinfo.UNKNOWN
+    env = env_vars(FINAL)
+    assert env[buildinfo.REVISION_ENV] == "${REVISION}"
+    assert env[buildinfo.BRANCH_ENV] == "${BRANCH}"
+    assert env[buildinfo.BUILD_DATE_ENV] == "${BUILD_DATE}"
+    # VERSION labels the image; the exporter reports the package's version: they must agree.
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert args["VERSION"] == pyproject["project"]["version"] == buildinfo.__version__
+    info = buildinfo.read({buildinfo.REVISION_ENV: "0123abc", buildinfo.BRANCH_ENV: "release-1.0",
+                           buildinfo.BUILD_DATE_ENV: "2026-11-25T10:00:00Z"})
+    assert (info.revision, info.branch, info.build_date) == ("0123abc", "release-1.0", "2026-11-25T10:00:00Z")
+
+
 def test_oci_labels() -> None:
     found = labels()
     assert {f"org.opencontainers.image.{name}" for name in OCI_LABELS} <= found.keys()
     assert found["org.opencontainers.image.licenses"] == "Apache-2.0"
     assert found["org.opencontainers.image.version"] == "${VERSION}"
+    assert found["org.opencontainers.image.revision"] == "${REVISION}"
+    assert found["org.opencontainers.image.created"] == "${BUILD_DATE}"
 
 
 def glob_regex(pattern: str) -> str:

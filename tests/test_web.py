@@ -17,8 +17,11 @@ import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.buildinfo import BuildInfo
 from exporter.config import ConfigError
 from exporter.engine.model import Machine, Meta, Result
+from exporter.landing import page as landing_page
+from exporter.metrics.process import ProcessMetrics
 from exporter.metrics.renderer import Renderer, Snapshot
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.web import Exposition, _chunks, make_app
@@ -242,3 +245,59 @@ async def test_a_raw_scrape_lets_other_tasks_run_while_it_writes(aiohttp_client,
     first, last = events.index("part"), len(events) - events[::-1].index("part")
     assert events.count("part") > 10
     assert ("tick" in events[first:last]) is interleaved
+
+
+async def test_metrics_are_served_at_the_telemetry_path_only(aiohttp_client):
+    client = await aiohttp_client(make_app(exposition([True]), telemetry_path="/fleet/metrics"))
+    assert (await client.get("/metrics")).status == 404
+    resp = await client.get("/fleet/metrics")
+    assert resp.status == 200 and resp.headers["Content-Type"] == CONTENT_TYPE
+    assert "capi_machine_info" in await resp.text()
+    page = await (await client.get("/")).text()
+    assert 'href="./fleet/metrics"' in page and 'href="./metrics"' not in page
+
+
+async def test_landing_page_links_version_and_configuration(aiohttp_client):
+    exp = exposition([True])
+    build = BuildInfo("0.1.0", "0123abcd", "main", "2026-11-25T10:00:00Z", "3.11.7", "compiled")
+    exp.landing = landing_page("/metrics", [("Source", "files: /fleet"), ("Namespaces", "a, b")], build)
+    client = await aiohttp_client(make_app(exp))
+    resp = await client.get("/")
+    assert resp.status == 200 and resp.content_type == "text/html" and resp.charset == "utf-8"
+    page = await resp.text()
+    for link in ("./metrics", "./healthz", "./readyz"):
+        assert f'href="{link}"' in page
+    for fact in ("fleet-status-exporter", "0.1.0", "0123abcd", "main", "2026-11-25T10:00:00Z",
+                 "3.11.7 (compiled)", "<dt>Source</dt><dd>files: /fleet</dd>",
+                 "<dt>Namespaces</dt><dd>a, b</dd>"):
+        assert fact in page
+
+
+def test_landing_page_escapes_everything():
+    hostile = '<script>alert("x")</script>&'
+    build = BuildInfo(hostile, hostile, hostile, hostile, "3.11.7", "compiled")
+    page = landing_page('/m"><script>', [(hostile, hostile)], build).decode()
+    assert "<script>" not in page
+    assert 'href="./m&quot;&gt;&lt;script&gt;"' in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in page
+
+
+async def test_basic_auth_protects_the_landing_page_and_the_telemetry_path(aiohttp_client, auth_config):
+    client = await aiohttp_client(make_app(exposition([True]), auth_config, telemetry_path="/fleet"))
+    for path in ("/", "/fleet"):
+        assert (await client.get(path)).status == 401, path
+        assert (await client.get(path, headers=basic("prometheus", "s3cret"))).status == 200, path
+    assert (await client.get("/healthz")).status == 200
+
+
+async def test_exporter_metrics_are_served_unless_disabled(aiohttp_client):
+    with_process = exposition([True])
+    with_process.process = ProcessMetrics(lambda: None)
+    for exp, wanted in ((with_process, True), (exposition([True]), False)):
+        client = await aiohttp_client(make_app(exp))
+        for encoding in ("identity", "gzip"):
+            text = await (await client.get("/metrics", headers={"Accept-Encoding": encoding})).text()
+            names = {f.name for f in text_string_to_metric_families(text)}
+            assert ({"process_resident_memory_bytes", "python_info"} <= names) is wanted
+            # The self-metrics the shipped alerts read are there either way.
+            assert {"fleet_status_exporter_build_info", "fleet_status_exporter_resource_synced"} <= names

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from exporter.metrics import selfmetrics
+from exporter.metrics import process, selfmetrics
 from exporter.metrics.catalog import KINDS, label_names
 from exporter.metrics.reasons import OTHER
 from exporter.metrics.spec import FamilySpec, KindSpec
@@ -76,7 +76,23 @@ def generate() -> str:
     self_spec = KindSpec("exporter", selfmetrics.P, (), selfmetrics.FAMILIES)
     out.extend(_table(self_spec, selfmetrics.FAMILIES, seen))
     out.append("")
+    out.append(PROCESS_INTRO)
+    process_spec = KindSpec("process", "process", (), process.FAMILIES)
+    out.extend(_table(process_spec, process.FAMILIES, seen))
+    out.append("")
     return "\n".join(out)
+
+
+PROCESS_INTRO = f"""## Process metrics
+
+The metrics every Prometheus client library gives about its process, with the values
+prometheus_client's `ProcessCollector` and `PlatformCollector` read, for the exporter and for its
+compression worker (a child process that builds the gzip responses). Each `process_*` series
+carries `process="{process.EXPORTER}"` or `process="{process.WORKER}"`; the worker's are absent
+while it does not run. The memory to size the pod for is
+`sum without (process) (process_resident_memory_bytes)`. `--web.disable-exporter-metrics` leaves
+these families out; the self-metrics above are always served (the shipped alerts read them).
+"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

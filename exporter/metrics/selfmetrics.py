@@ -12,12 +12,11 @@ composition root, turns its own counters into ``ResourceStats``.
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from exporter import __version__
+from exporter.buildinfo import BuildInfo, current
 from exporter.metrics.exposition import Sample, header, sample_lines
 from exporter.metrics.spec import FamilySpec, MetricType, family
 
@@ -27,6 +26,7 @@ OTHER: Final = "other"
 # Where a failure was contained (errors_total{stage}): one evaluation group, one object's
 # rendering, one background task (restarted).
 STAGES: Final = ("evaluate", "render", "task")
+BUILD_LABELS: Final = ("version", "revision", "branch", "build_date", "python_version", "implementation")
 
 
 @dataclass(slots=True)
@@ -57,6 +57,7 @@ class ExporterStats:
     shard: int = 0
     total_shards: int = 1
     errors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STAGES, 0))  # stage -> failures
+    build: BuildInfo = field(default_factory=current)
 
 
 def _none(_: object) -> Iterable[Sample]:
@@ -68,8 +69,9 @@ def _decl(name: str, help_text: str, type_: MetricType, labels: tuple[str, ...] 
 
 
 FAMILIES: tuple[FamilySpec, ...] = (
-    _decl("build_info", "The exporter's version and the Python it runs on.", "info",
-          ("version", "python_version")),
+    _decl("build_info", "The exporter's version, the revision and branch it was built from, when, the "
+          "Python it runs on, and whether its engine and metrics run compiled (mypyc) or as pure Python.",
+          "info", BUILD_LABELS),
     _decl("scrape_duration_seconds",
           "How long the previous unfiltered /metrics scrape took to build its body.", "gauge"),
     _decl("scrape_response_bytes",
@@ -121,7 +123,7 @@ def render(
     """The self-metrics block of one scrape (only the families in ``names`` when it is given)."""
     res = bounded(resources)
     samples: dict[str, list[Sample]] = {
-        "build_info": [((__version__, platform.python_version()), 1.0)],
+        "build_info": [(build_labels(stats.build), 1.0)],
         "scrape_duration_seconds": _opt(stats.last_scrape_duration),
         "scrape_response_bytes": _opt(stats.last_scrape_bytes),
         "resource_synced": [((r.resource,), float(r.synced)) for r in res],
@@ -151,6 +153,11 @@ def render(
             chunks.append(_HEADERS[name])
             chunks.append(sample_lines(name, "", _LABELS[name], items).encode())
     return b"".join(chunks)
+
+
+def build_labels(build: BuildInfo) -> tuple[str, ...]:
+    return (build.version, build.revision, build.branch, build.build_date, build.python_version,
+            build.implementation)
 
 
 def bounded(resources: Iterable[ResourceStats], limit: int = MAX_RESOURCES) -> list[ResourceStats]:

@@ -146,6 +146,18 @@ def _credentials(configuration: Any, loader: Any) -> Credentials:
     return Credentials(header)
 
 
+IN_CLUSTER = "in-cluster service account"
+
+
+def origin(kubeconfig: str | None) -> str:
+    """Where ``connect`` reads its configuration: the kubeconfig file it loads, or ``IN_CLUSTER``."""
+    if kubeconfig:
+        return kubeconfig
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return IN_CLUSTER
+    return os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+
+
 async def connect(config: KubeSourceConfig, pool_size: int = 100) -> ApiClientTransport:
     """An authenticated client; raises when no configuration can be loaded (nothing is contacted)."""
     from exporter.sources import kube_client
@@ -154,16 +166,10 @@ async def connect(config: KubeSourceConfig, pool_size: int = 100) -> ApiClientTr
 
     configuration = client.Configuration()
     loader: Any = None
-    if config.kubeconfig:
-        loader = await kube_config.load_kube_config(
-            config_file=config.kubeconfig, context=config.context, client_configuration=configuration
-        )
-        where = config.kubeconfig
-    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+    where = origin(config.kubeconfig)
+    if where == IN_CLUSTER:
         kube_config.load_incluster_config(client_configuration=configuration)
-        where = "in-cluster service account"
     else:
-        where = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
         loader = await kube_config.load_kube_config(
             config_file=where, context=config.context, client_configuration=configuration
         )

@@ -41,6 +41,9 @@ spec:
         - --web.listen-address=:{{ int .Values.service.port }}
         - --log.level={{ .Values.logLevel }}
         - --log.format={{ .Values.logFormat }}
+        {{- with .Values.telemetryPath }}
+        - --web.telemetry-path={{ . }}
+        {{- end }}
         {{- range compact (splitList "," (include "fleet-status-exporter.watchNamespaces" .)) }}
         - --namespace={{ . }}
         {{- end }}
