@@ -43,7 +43,10 @@ Conventions:
 
 
 def _labels(spec: KindSpec, fam: FamilySpec) -> str:
-    return ", ".join(f"`{label}`" for label in label_names(spec, fam)) or "none"
+    names = [f"`{label}`" for label in label_names(spec, fam)]
+    if fam.free_labels:
+        names.append(f"`{fam.free_labels}_<key>` per allowlisted key")
+    return ", ".join(names) or "none"
 
 
 def _cell(text: str) -> str:
