@@ -186,7 +186,7 @@ def _shorten_for(text: str) -> str:
 
 
 class Prom:
-    def __init__(self, base: str, selection: str) -> None:
+    def __init__(self, base: str, selection: str = "default") -> None:
         self.base = base
         self.selection = selection  # a key of SELECTIONS
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import shutil
 import socket
 import subprocess
 import sys
@@ -332,3 +333,21 @@ def test_meta_fields_for_export_default_to_the_shared_empty_map() -> None:
     meta = Meta("Cluster", "cluster.x-k8s.io/v1beta2", "ns", "c")
     assert meta.exported_labels is EMPTY_MAP and meta.exported_annotations is EMPTY_MAP
     assert isinstance(project(RAW_MACHINE), Base)
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool (Debian package prometheus)")
+def test_every_labels_and_annotations_family_passes_promtool() -> None:
+    every = Selection(labels=parse_key_allowlist("--metric-labels-allowlist", "*=[*]"),
+                      annotations=parse_key_allowlist("--metric-annotations-allowlist", "*=[*]"))
+    objects = load(EXAMPLES, project=lambda raw: project(raw, selection=every.metadata())).projections
+    results = {r.key: r for r in evaluate_all(objects, 1_795_000_000.0)}
+    renderer = Renderer(every.families())
+    renderer.update_group(("fleet", "", ""), [(o, results[o.key]) for o in objects if o.key in results])
+    text = renderer.render_body().decode()
+    served = {f.name for f in text_string_to_metric_families(text)
+              if f.name.endswith(("_labels", "_annotations"))}
+    assert len(served) == 2 * len(RESOURCES)  # every kind has objects in examples/
+    proc = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True,
+                          check=False, timeout=60)
+    assert proc.returncode == 0 and not proc.stdout.strip() and not proc.stderr.strip(), (
+        proc.stdout + proc.stderr)

@@ -52,7 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--exporter-args",
         default="",
         metavar="FLAGS",
-        help="extra flags for the exporter's serve, given with =: --exporter-args=\"--metric-allowlist=capi_.*\"",
+        help="extra flags for the exporter's serve, given with =: "
+        "--exporter-args=\"--metric-allowlist=capi_.*\"",
     )
     p.add_argument(
         "--size-only",
