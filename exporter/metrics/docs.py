@@ -96,9 +96,9 @@ Measured on the example fleet (`examples/`, 145 objects) and on the benchmark fl
 tests.benchmark --scale 100 --size-only`, 33,296 objects; see docs/performance.md), compiled
 build, on one 2-core VM. Series include the ~95 self-metric series; per object is over every
 object the exporter watches (kinds the lean selection leaves without a family get no series at
-all). Scrape times are medians of quiet scrapes (20 on `examples/`, 5 on the benchmark fleet);
-a gzip scrape of a quiet exporter copies members compressed beforehand. Raw scrape times vary by
-about 20 % from run to run on this VM.
+all). Scrape times are medians of quiet scrapes: 20 on `examples/`; on the benchmark fleet, 5 per
+run, the median of three runs with their range (raw scrapes vary that much from run to run on
+this VM). A gzip scrape of a quiet exporter copies members compressed beforehand.
 
 | | `examples/`, default | `examples/`, lean | benchmark, default | benchmark, lean |
 |---|---:|---:|---:|---:|
@@ -107,9 +107,9 @@ about 20 % from run to run on this VM.
 | series per object | 58.7 | 40.1 | 57.7 | 41.5 |
 | bytes per scrape, raw | 1.68 MB | 1.13 MB | 364.8 MB | 261.0 MB |
 | bytes per scrape, gzip | 151 KB | 82 KB | 20.95 MB | 12.26 MB |
-| scrape time, raw (p50) | 2.5 ms | 1.6 ms | 0.53 s | 0.62 s |
-| scrape time, gzip (p50) | 0.5 ms | 0.8 ms | 17 ms | 14 ms |
-| resident memory after sync, exporter and worker | | | 250 MiB | 225 MiB |
+| scrape time, raw (p50) | 2.5 ms | 1.6 ms | 0.53 s (0.47-0.77) | 0.29 s (0.27-0.62) |
+| scrape time, gzip (p50) | 0.5 ms | 0.8 ms | 17 ms (17-34) | 9 ms (7-14) |
+| resident memory after sync, exporter and worker | | | 250 MiB (250-252) | 226 MiB (225-226) |
 
 Series per object on the benchmark fleet, default / lean: Cluster 104.1 / 94.0,
 KubeadmControlPlane 73.0 / 42.0, MachineDeployment 60.0 / 39.0, MachineSet 42.0 / 23.0,
