@@ -544,6 +544,9 @@ def _log_selection(selection: Selection, selected: int) -> None:
     })
     for pattern in selection.unmatched():
         log.warning("--metric-allowlist expression matches no family", extra={"expression": pattern})
+    for flag, resource, family in selection.unserved():
+        log.warning(f"{flag} names a resource whose family is not selected; add it to --metric-allowlist "
+                    "or take it off --metric-denylist", extra={"resource": resource, "family": family})
 
 
 async def _report_sync(synced: Callable[[], bool], store: Store, renderer: Renderer) -> None:

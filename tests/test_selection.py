@@ -133,6 +133,16 @@ def test_unmatched_allowlist_expressions_are_reported() -> None:
     assert selection.unmatched() == ["capi_clustr_.*"]
 
 
+def test_labels_asked_for_a_family_left_out_are_reported() -> None:
+    selection = Selection(allow=LEAN, labels=(("Cluster", ("env",)),), annotations=(("Machine", ("*",)),))
+    assert selection.unserved() == [
+        ("--metric-labels-allowlist", "clusters", "capi_cluster_labels"),
+        ("--metric-annotations-allowlist", "machines", "capi_machine_annotations"),
+    ]
+    assert Selection(allow=(*LEAN, "capi_cluster_labels"), labels=(("Cluster", ("env",)),)).unserved() == []
+    assert Selection(labels=(("Cluster", ("env",)),)).unserved() == []
+
+
 def test_a_denied_family_is_never_extracted() -> None:
     # Its extractor raising would leave the object out: with the family denied it is never called.
     objects = load(EXAMPLES).projections
@@ -299,7 +309,8 @@ def test_serve_logs_the_selection_and_serves_it(tmp_path: Path) -> None:
          "--web.listen-address", f"127.0.0.1:{port}",
          "--metric-allowlist",
          "capi_cluster_info,capi_machine_.*_condition,capi_cluster_labels,capi_clustr_info",
-         "--metric-labels-allowlist", "clusters=[environment]"],
+         "--metric-labels-allowlist", "clusters=[environment]",
+         "--metric-annotations-allowlist", "machines=[owner]"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
     try:
         deadline = time.monotonic() + 30
@@ -327,6 +338,8 @@ def test_serve_logs_the_selection_and_serves_it(tmp_path: Path) -> None:
     text = log.read_text()
     assert "metric families selected" in text and "selected=3 " in text, text
     assert "matches no family" in text and "capi_clustr_info" in text, text
+    assert "--metric-annotations-allowlist names a resource whose family is not selected" in text, text
+    assert "family=capi_machine_annotations" in text, text
 
 
 def test_meta_fields_for_export_default_to_the_shared_empty_map() -> None:

@@ -52,7 +52,8 @@ families, which are served only for the resources an allowlist names. Self-metri
   those. They exclude each other. kube-state-metrics searches its expressions anywhere in the
   name; here each is anchored at both ends (`capi_machine_info` selects that family alone, write
   `capi_machine_.*` for all of a kind's), so a selection never picks up a family added later by
-  accident. An allowlist expression that matches no family is logged as a warning at start. A
+  accident. An allowlist expression that matches no family is logged as a warning at start, and
+  so is a resource a labels or annotations allowlist names whose family the selection leaves out. A
   family left out is never computed nor held: it costs nothing at render time or in memory.
 - `--metric-labels-allowlist` and `--metric-annotations-allowlist` take kube-state-metrics'
   syntax: `clusters=[env,team],machinedeployments=[*]`. The resources are the plural lower-case

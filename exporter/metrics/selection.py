@@ -136,6 +136,18 @@ class Selection:
             return NO_SELECTION
         return MetadataSelection(MappingProxyType(labels), MappingProxyType(annotations))
 
+    def unserved(self) -> list[tuple[str, str, str]]:
+        """(flag, resource, family) for each resource a key allowlist names whose family the
+        allow- or denylist leaves out: its labels would be asked for and never served."""
+        out: list[tuple[str, str, str]] = []
+        for flag, allowlist, free in (("--metric-labels-allowlist", self.labels, "labels"),
+                                      ("--metric-annotations-allowlist", self.annotations, "annotations")):
+            for kind, _ in allowlist:
+                name = next(n for n, k in _FREE_KIND.items() if k == kind and n.endswith(f"_{free}"))
+                if not self.selects(name):
+                    out.append((flag, resource_name(kind), name))
+        return out
+
     def unmatched(self) -> list[str]:
         """Allowlist expressions that match no family (self-metrics included): likely typos."""
         names = [f.name for f in object_families()] + [f.name for f in selfmetrics.FAMILIES]
