@@ -20,6 +20,7 @@ The only module that knows every layer; it holds no business rule.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -38,11 +39,14 @@ from exporter.config import Config, ConfigError
 from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
 from exporter.engine.model import Base, ObjectKey, Result
+from exporter.engine.parse import project
 from exporter.gcpolicy import manage_gc
 from exporter.landing import page as landing_page
 from exporter.logging_setup import setup as setup_logging
+from exporter.metrics.catalog import object_families
 from exporter.metrics.process import ProcessMetrics
 from exporter.metrics.renderer import Renderer
+from exporter.metrics.selection import Selection, describe
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.offload import MemberBuilder
 from exporter.sharding import keep_shard
@@ -422,7 +426,12 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     keep = keep_shard(config.shard, config.total_shards)
     store = Store(keep=keep)
     sink = FilteringSink(store, namespaces=config.namespaces, exclude=config.exclude_resources)
-    renderer = Renderer()
+    selection = Selection(config.metric_allowlist, config.metric_denylist, config.metric_labels_allowlist,
+                          config.metric_annotations_allowlist)
+    families = selection.families()
+    renderer = Renderer(families)
+    # Labels and annotations are kept in projections only for the kinds whose family is served.
+    projector = functools.partial(project, selection=selection.metadata(families))
     stats = ExporterStats(shard=config.shard, total_shards=config.total_shards)
     pipeline = Pipeline(store, sink, renderer, stats, keep)
     build = current_build()
@@ -430,11 +439,13 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
                                 "implementation": build.implementation,
                                 "source": "files" if config.from_files else "kube",
                                 "shard": config.shard, "total_shards": config.total_shards})
+    _log_selection(selection, len(families))
 
     tasks: list[asyncio.Task[None]] = []
     stoppable: list[Stoppable] = []
     if config.from_files is not None:
-        files = FileSource(config.from_files, sink, poll_interval=config.files_poll_interval)
+        files = FileSource(config.from_files, sink, poll_interval=config.files_poll_interval,
+                           project=projector)
         source_synced: Callable[[], bool] = lambda: files.synced  # noqa: E731
         source_ready: Callable[[], tuple[bool, list[str]]] = (  # noqa: E731
             lambda: (files.synced, [] if files.synced else ["files: not read yet"]))
@@ -450,7 +461,7 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
         kube = KubeSource(sink, KubeSourceConfig(
             kubeconfig=str(config.kubeconfig) if config.kubeconfig else None,
             namespaces=config.namespaces, exclude_kinds=frozenset(config.exclude_resources),
-        ), stats=kube_stats)
+        ), stats=kube_stats, project=projector)
         try:
             await kube.start()
         except Exception as exc:
@@ -547,6 +558,21 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     except TimeoutError:
         log.warning("shutdown did not complete in time; exiting", extra={"seconds": SHUTDOWN_SECONDS})
     return 1 if failed else 0
+
+
+def _log_selection(selection: Selection, selected: int) -> None:
+    """How many object families the flags select (self-metrics are always served), and typos."""
+    log.info("metric families selected", extra={
+        "selected": selected, "families": len(object_families()),
+        "allowlist": ",".join(selection.allow), "denylist": ",".join(selection.deny),
+        "labels_allowlist": describe(selection.labels),
+        "annotations_allowlist": describe(selection.annotations),
+    })
+    for pattern in selection.unmatched():
+        log.warning("--metric-allowlist expression matches no family", extra={"expression": pattern})
+    for flag, resource, family in selection.unserved():
+        log.warning(f"{flag} names a resource whose family is not selected; add it to --metric-allowlist "
+                    "or take it off --metric-denylist", extra={"resource": resource, "family": family})
 
 
 async def _report_sync(synced: Callable[[], bool], store: Store, renderer: Renderer) -> None:

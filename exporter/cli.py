@@ -56,6 +56,23 @@ def _conventions(serve: argparse.ArgumentParser) -> None:
                             "alerts read are always served")
 
 
+def _metric_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metric-allowlist", dest="metric_allowlist", default="", metavar="REGEX,...",
+                   help="serve only the families whose whole name matches one of these regular "
+                        "expressions (self-metrics are always served; see docs/metrics.md for a lean one)")
+    p.add_argument("--metric-denylist", dest="metric_denylist", default="", metavar="REGEX,...",
+                   help="serve every family but those whose whole name matches one of these "
+                        "(excludes --metric-allowlist)")
+    p.add_argument("--metric-labels-allowlist", dest="metric_labels_allowlist", default="",
+                   metavar="RESOURCE=[KEY,...],...",
+                   help="object labels to serve as <prefix>_<kind>_labels{label_<key>}, e.g. "
+                        "clusters=[env,team],machinedeployments=[*] (default none)")
+    p.add_argument("--metric-annotations-allowlist", dest="metric_annotations_allowlist", default="",
+                   metavar="RESOURCE=[KEY,...],...",
+                   help="object annotations to serve as <prefix>_<kind>_annotations{annotation_<key>} "
+                        "(default none)")
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="fleet-status-exporter",
@@ -87,6 +104,7 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--files.poll-interval", dest="files_poll_interval", type=float, default=2.0,
                        metavar="SECONDS", help="how often --from-files checks for changes (default 2)")
     _conventions(serve)
+    _metric_selection(serve)
     _common(serve)
 
     evaluate = sub.add_parser("evaluate", help="evaluate manifests once and print the result")

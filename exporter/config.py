@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from exporter.logging_setup import (
     FORMAT_ALIASES,
@@ -67,6 +67,11 @@ class Config:
     telemetry_path: str = "/metrics"
     disable_exporter_metrics: bool = False
     deprecations: tuple[str, ...] = ()
+    # Metric selection (exporter.metrics.selection): family expressions, and (kind, keys) pairs.
+    metric_allowlist: tuple[str, ...] = ()
+    metric_denylist: tuple[str, ...] = ()
+    metric_labels_allowlist: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    metric_annotations_allowlist: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def parse_listen_address(value: str, flag: str = "--web.listen-address") -> tuple[str, int]:
@@ -138,6 +143,10 @@ def build(
     output: str = "table",
     telemetry_path: str = "/metrics",
     disable_exporter_metrics: bool = False,
+    metric_allowlist: str = "",
+    metric_denylist: str = "",
+    metric_labels_allowlist: str = "",
+    metric_annotations_allowlist: str = "",
     env: Mapping[str, str] | None = None,
 ) -> Config:
     """Check every value and return the frozen Config, or raise ConfigError naming the flag."""
@@ -158,6 +167,8 @@ def build(
     for ns in namespaces:
         if not ns or ns != ns.strip():
             raise ConfigError(f"--namespace {ns!r}: expected a namespace name")
+    selection = _metric_selection(metric_allowlist, metric_denylist, metric_labels_allowlist,
+                                  metric_annotations_allowlist)
     return Config(
         command=command,
         kubeconfig=_existing(kubeconfig, "--kubeconfig", "a kubeconfig file"),
@@ -179,6 +190,7 @@ def build(
         telemetry_path=path,
         disable_exporter_metrics=disable_exporter_metrics,
         deprecations=deprecations,
+        **selection,
     )
 
 
@@ -231,3 +243,24 @@ def _existing(value: str | None, flag: str, what: str) -> Path | None:
     if not path.exists():
         raise ConfigError(f"{flag} {value}: no such file or directory (expected {what})")
     return path
+
+
+# ---- metric selection ---------------------------------------------------------------------------
+
+
+def _metric_selection(allow: str, deny: str, labels: str, annotations: str) -> dict[str, Any]:
+    """The four selection flags checked (``exporter.metrics.selection``), as Config fields."""
+    from exporter.metrics.selection import Selection, parse_key_allowlist, parse_patterns
+
+    try:
+        selection = Selection(
+            parse_patterns("--metric-allowlist", allow),
+            parse_patterns("--metric-denylist", deny),
+            parse_key_allowlist("--metric-labels-allowlist", labels),
+            parse_key_allowlist("--metric-annotations-allowlist", annotations),
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return {"metric_allowlist": selection.allow, "metric_denylist": selection.deny,
+            "metric_labels_allowlist": selection.labels,
+            "metric_annotations_allowlist": selection.annotations}

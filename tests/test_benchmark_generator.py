@@ -174,3 +174,20 @@ def test_visibility_bounds_a_change_by_the_scrape_that_missed_it_and_the_one_tha
     tracker.observe(showed, {("ns", "m1"): 7})
     assert tracker.latencies == [5.0]  # up to the headers of the scrape that showed it
     assert tracker.lower_bounds == [1.0]  # not applied yet when the scrape that missed it began
+
+
+def test_series_are_counted_per_kind_by_family_prefix_and_uid() -> None:
+    text = (
+        "# HELP capi_machine_info x\n# TYPE capi_machine_info gauge\n"
+        'capi_machine_info{name="m1",namespace="n",uid="u1",cluster_name="c"} 1\n'
+        'capi_machine_status_condition{name="m1",namespace="n",uid="u1",type="Ready",status="True"} 1\n'
+        'capi_machinedeployment_info{name="d",namespace="n",uid="u2",cluster_name="c"} 1\n'
+        'capi_finding{kind="Machine",namespace="n",name="m1",code="X",severity="warning"} 1\n'
+        "fleet_status_exporter_build_info 1\n"
+    )
+    assert probes.series_by_kind(text) == {
+        "Machine": {"series": 2, "objects": 1},
+        "MachineDeployment": {"series": 1, "objects": 1},
+        "exporter": {"series": 1, "objects": 0},
+        "findings": {"series": 1, "objects": 0},
+    }

@@ -4,8 +4,10 @@ Owns the proof that the rule files and dashboards work against real components: 
 rule and every dashboard query (variables filled with values of the example fleet) returns data,
 and exactly the alerts the example stories call for are firing. `for` is shortened to 1s in a
 temporary copy of the rules; the expected alerts are derived from examples/README.md (the stories
-are long past their `for` on any real clock). Does not test the rules' thresholds in time: the
-promtool unit tests in alerts/tests/ do. Skipped only when the `prometheus` binary is missing.
+are long past their `for` on any real clock). Every test runs twice: against the exporter's default
+families and against the lean selection (``--metric-allowlist`` of ``exporter.metrics.selection.LEAN``),
+which must serve everything the rules and dashboards read. Does not test the rules' thresholds in
+time: the promtool unit tests in alerts/tests/ do. Skipped only when the `prometheus` binary is missing.
 """
 
 from __future__ import annotations
@@ -27,11 +29,16 @@ from typing import Any
 import pytest
 import yaml
 
+from exporter.metrics.selection import LEAN
+
 ROOT = Path(__file__).resolve().parents[1]
 RULE_FILES = sorted(p for p in (ROOT / "alerts").glob("*.yaml") if "groups" in yaml.safe_load(p.read_text()))
 DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
 PROMETHEUS = shutil.which("prometheus")
 JOB = "fleet-status-exporter"
+
+# The exporter's selection flags per run of the module's tests.
+SELECTIONS = {"default": [], "lean": ["--metric-allowlist", ",".join(LEAN)]}
 
 # Values of the example fleet for the dashboard variables, as Grafana would offer them (".*" is the
 # allValue of the multi-value variables, i.e. "All").
@@ -179,8 +186,9 @@ def _shorten_for(text: str) -> str:
 
 
 class Prom:
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, selection: str = "default") -> None:
         self.base = base
+        self.selection = selection  # a key of SELECTIONS
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         url = f"{self.base}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
@@ -203,15 +211,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom]:
+@pytest.fixture(scope="module", params=sorted(SELECTIONS))
+def prom(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom]:
     if PROMETHEUS is None:
         pytest.skip("the prometheus binary is not installed (Debian package prometheus)")
     tmp = tmp_path_factory.mktemp("e2e")
     exporter_port, prom_port = _free_port(), _free_port()
     exporter = subprocess.Popen(
         [sys.executable, "-m", "exporter", "serve", "--from-files", "examples/",
-         "--web.listen-address", f"127.0.0.1:{exporter_port}"],
+         "--web.listen-address", f"127.0.0.1:{exporter_port}", *SELECTIONS[request.param]],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=(tmp / "exporter.log").open("wb"),
     )
     procs = [exporter]
@@ -240,7 +248,7 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom]:
             stdout=subprocess.DEVNULL, stderr=(tmp / "prometheus.log").open("wb"),
         )
         procs.append(server)
-        p = Prom(f"http://127.0.0.1:{prom_port}")
+        p = Prom(f"http://127.0.0.1:{prom_port}", request.param)
 
         def scraped() -> bool:
             assert server.poll() is None, "prometheus exited: " + (tmp / "prometheus.log").read_text()
@@ -321,3 +329,14 @@ def test_the_example_fleet_fires_exactly_the_expected_alerts(prom: Prom) -> None
     except AssertionError:
         got = prom.firing()
         pytest.fail(f"missing: {sorted(EXPECTED_ALERTS - got)}\nunexpected: {sorted(got - EXPECTED_ALERTS)}")
+
+
+def test_the_selection_decides_which_object_families_are_served(prom: Prom) -> None:
+    served = {r["metric"]["__name__"] for r in prom.query(
+        f'count by (__name__) ({{job="{JOB}",__name__=~"(capi|ocm)_.+"}})')}
+    assert "fleet_status_exporter_build_info" in {r["metric"]["__name__"] for r in prom.query(
+        f'count by (__name__) ({{job="{JOB}",__name__=~"fleet_status_exporter_.+"}})')}
+    if prom.selection == "lean":
+        assert served <= set(LEAN), sorted(served - set(LEAN))
+    else:  # more than the lean selection: the lean run above serves less
+        assert served - set(LEAN), "the default serves only the lean families"

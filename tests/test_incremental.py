@@ -126,6 +126,8 @@ def export_only_changes(m: Machine, rng: random.Random, now: float) -> Machine:
         lambda o: _meta(o, labels=MappingProxyType({**o.meta.labels, "team": str(rng.randrange(9))})),
         lambda o: _meta(o, annotations=MappingProxyType({"note": str(rng.randrange(9))})),
         lambda o: _meta(o, resource_version=str(rng.randrange(10**6))),
+        lambda o: _meta(o, exported_labels=MappingProxyType({"env": str(rng.randrange(9))})),
+        lambda o: _meta(o, exported_annotations=MappingProxyType({"owner": str(rng.randrange(9))})),
     ]
     out: Base = m
     for change in rng.sample(options, rng.randint(1, 3)):

@@ -406,7 +406,7 @@ def spy_on_extraction(monkeypatch) -> list[str]:
     real = renderer_module.render_object
 
     def spy(spec, index, obj, res, kept=()):
-        extracted.extend(f.name for f in spec.families if index[f.name] not in kept)
+        extracted.extend(f.name for f in spec.families if f.name in index and index[f.name] not in kept)
         return real(spec, index, obj, res, kept)
 
     monkeypatch.setattr(renderer_module, "render_object", spy)

@@ -148,6 +148,10 @@ class Meta:
     # only the annotations the engine reads
     annotations: Mapping[str, str] = field(default_factory=_empty_map)
     owner_refs: tuple[OwnerRef, ...] = ()
+    # The labels and annotations the user asked to export (--metric-labels-allowlist,
+    # --metric-annotations-allowlist), as read; no rule reads them. Empty unless asked for.
+    exported_labels: Mapping[str, str] = field(default_factory=_empty_map)
+    exported_annotations: Mapping[str, str] = field(default_factory=_empty_map)
     # (kind, namespace, name), built once: the store indexes an object under its key several
     # times, and a tuple per lookup would be a copy per index entry.
     key: ObjectKey = field(init=False, repr=False, compare=False)
@@ -156,7 +160,8 @@ class Meta:
                  resource_version: str = "", generation: int | None = None,
                  creation_timestamp: float | None = None, deletion_timestamp: float | None = None,
                  labels: Mapping[str, str] = EMPTY_MAP, annotations: Mapping[str, str] = EMPTY_MAP,
-                 owner_refs: tuple[OwnerRef, ...] = ()) -> None:
+                 owner_refs: tuple[OwnerRef, ...] = (), exported_labels: Mapping[str, str] = EMPTY_MAP,
+                 exported_annotations: Mapping[str, str] = EMPTY_MAP) -> None:
         # written out: see Condition.__init__
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "api_version", api_version)
@@ -170,6 +175,8 @@ class Meta:
         object.__setattr__(self, "labels", labels)
         object.__setattr__(self, "annotations", annotations)
         object.__setattr__(self, "owner_refs", owner_refs)
+        object.__setattr__(self, "exported_labels", exported_labels)
+        object.__setattr__(self, "exported_annotations", exported_annotations)
         object.__setattr__(self, "key", (kind, namespace, name))
 
     def __eq__(self, other: object) -> bool:  # written out: see Condition.__eq__
@@ -183,12 +190,15 @@ class Meta:
                 and self.creation_timestamp == other.creation_timestamp
                 and self.deletion_timestamp == other.deletion_timestamp
                 and self.labels == other.labels and self.annotations == other.annotations
-                and self.owner_refs == other.owner_refs)
+                and self.owner_refs == other.owner_refs
+                and self.exported_labels == other.exported_labels
+                and self.exported_annotations == other.exported_annotations)
 
     def __hash__(self) -> int:
         return hash((self.kind, self.api_version, self.namespace, self.name, self.uid,
                      self.resource_version, self.generation, self.creation_timestamp,
-                     self.deletion_timestamp, self.labels, self.annotations, self.owner_refs))
+                     self.deletion_timestamp, self.labels, self.annotations, self.owner_refs,
+                     self.exported_labels, self.exported_annotations))
 
     @property
     def deleting(self) -> bool:

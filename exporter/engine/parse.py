@@ -1,7 +1,8 @@
 """Raw API object → engine projection, for every kind the engine reads.
 
 Owns the dispatch by kind, the metadata every projection keeps (only the labels and annotations
-the engine reads, so memory stays bounded), and the guarantee that ``project`` never raises. The
+the engine reads, so memory stays bounded, plus those a ``MetadataSelection`` names for export,
+which no rule reads), and the guarantee that ``project`` never raises. The
 three CAPI storage layouts it normalises (see ``parse_capi.py`` for the per-kind paths):
 
 - ``v1beta2`` (CAPI 1.11+): metav1 conditions in ``status.conditions``, old ones under
@@ -19,11 +20,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final
 
-from exporter.engine.model import Base, Meta, OwnerRef
+from exporter.engine.model import EMPTY_MAP, Base, Meta, OwnerRef
 from exporter.engine.parse_capi import (
     CAPI_READERS,
     PAUSED_ANNOTATION,
@@ -31,7 +32,16 @@ from exporter.engine.parse_capi import (
     Reader,
     infra_machine_pool,
 )
-from exporter.engine.parse_fields import Fields, bounded, frozen_builder, recall, remember, shared_map, word
+from exporter.engine.parse_fields import (
+    MAX_STRING,
+    Fields,
+    bounded,
+    frozen_builder,
+    recall,
+    remember,
+    shared_map,
+    word,
+)
 
 INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
 OCM_KINDS: Final = frozenset(
@@ -46,28 +56,51 @@ KEPT_LABEL_PREFIXES: Final = (
 _MAX_LABELS: Final = 64
 _MAX_OWNERS: Final = 16
 _NO_MAP: Final[Mapping[str, Any]] = MappingProxyType({})
+ALL_KEYS: Final = "*"
 
 
-def project(raw: Mapping[str, Any], previous: Base | None = None) -> Base | None:
+def _no_keys() -> Mapping[str, frozenset[str]]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataSelection:
+    """The label and annotation keys to keep for export, per kind (``Cluster``, ``ManifestWork``).
+
+    A kind's keys are matched exactly; a set holding ``ALL_KEYS`` keeps every key. Kinds not
+    listed keep none. Kept maps land in ``Meta.exported_labels`` / ``exported_annotations``.
+    """
+
+    labels: Mapping[str, frozenset[str]] = field(default_factory=_no_keys)
+    annotations: Mapping[str, frozenset[str]] = field(default_factory=_no_keys)
+
+
+NO_SELECTION: Final = MetadataSelection()
+
+
+def project(raw: Mapping[str, Any], previous: Base | None = None,
+            selection: MetadataSelection = NO_SELECTION) -> Base | None:
     """The projection of one raw object, or None (no identity, or a kind the engine ignores).
 
     ``previous``: the object's last projection, if the caller has it. An update mostly repeats
     what the object held: its equal conditions are taken from ``previous`` rather than built
     again, and a projection equal to ``previous`` is ``previous`` itself. The result is equal to
-    what ``project(raw)`` gives either way.
+    what ``project(raw)`` gives either way. ``selection``: the labels and annotations to keep
+    for export besides those the engine reads.
     """
     try:
-        return project_unguarded(raw, previous)
+        return project_unguarded(raw, previous, selection)
     except Exception:  # a bug here must cost one object, never the informer; tests call the unguarded form
         return None
 
 
-def project_unguarded(raw: Mapping[str, Any], previous: Base | None = None) -> Base | None:
+def project_unguarded(raw: Mapping[str, Any], previous: Base | None = None,
+                      selection: MetadataSelection = NO_SELECTION) -> Base | None:
     if not isinstance(raw, Mapping):
         return None
     reusable = (previous.conditions, previous.v1beta1_conditions) if previous is not None else ()
     fields = Fields(previous=reusable)
-    meta = _meta(raw, fields)
+    meta = _meta(raw, fields, selection)
     if meta is None:
         return None
     group = meta.api_version.rsplit("/", 1)[0] if "/" in meta.api_version else ""
@@ -107,21 +140,31 @@ def _project_ocm(raw: Mapping[str, Any], meta: Meta, problems: list[str]) -> Bas
 _new_meta = frozen_builder(Meta)  # one per projected object
 
 
-def _meta(raw: Mapping[str, Any], f: Fields) -> Meta | None:
+def _meta(raw: Mapping[str, Any], f: Fields, selection: MetadataSelection) -> Meta | None:
     kind, name = f.str_(raw, "kind"), f.str_(raw, "metadata.name")
     if not kind or not name:
         return None
     f.name = name
     # One pass over each map, keeping only what the engine reads (string_map's rules, filtered),
     # flattened so that equal maps of sibling objects are shared (see shared_map).
+    raw_labels = f.mapping(raw, "metadata.labels") or _NO_MAP
     labels: list[str] = []
-    for k, v in (f.mapping(raw, "metadata.labels") or _NO_MAP).items():
+    for k, v in raw_labels.items():
         if isinstance(k, str) and isinstance(v, str) and k.startswith(KEPT_LABEL_PREFIXES):
             labels += (k, bounded(v, 63))
+    raw_annotations = f.mapping(raw, "metadata.annotations") or _NO_MAP
     annotations: list[str] = []
-    for k, v in (f.mapping(raw, "metadata.annotations") or _NO_MAP).items():
+    for k, v in raw_annotations.items():
         if k in KEPT_ANNOTATIONS and isinstance(v, str):
             annotations += (k, bounded(v, 256))
+    exported_labels = exported_annotations = EMPTY_MAP
+    if selection.labels or selection.annotations:
+        keys = selection.labels.get(kind)
+        if keys is not None:
+            exported_labels = _selected(raw_labels, keys)
+        keys = selection.annotations.get(kind)
+        if keys is not None:
+            exported_annotations = _selected(raw_annotations, keys)
     namespace = f.str_(raw, "metadata.namespace")
     # resourceVersion is not kept: nothing downstream reads it, and it is unique per object.
     return _new_meta(
@@ -136,7 +179,19 @@ def _meta(raw: Mapping[str, Any], f: Fields) -> Meta | None:
         labels=shared_map(labels[:2 * _MAX_LABELS]),
         annotations=shared_map(annotations),
         owner_refs=_owner_refs(f, raw),
+        exported_labels=exported_labels,
+        exported_annotations=exported_annotations,
     )
+
+
+def _selected(raw: Mapping[str, Any], keys: frozenset[str]) -> Mapping[str, str]:
+    """The string entries of ``raw`` whose keys are in ``keys`` (all with ``ALL_KEYS``), shared."""
+    every = ALL_KEYS in keys
+    flat: list[str] = []
+    for k, v in raw.items():
+        if isinstance(k, str) and isinstance(v, str) and (every or k in keys):
+            flat += (k, bounded(v, MAX_STRING))
+    return shared_map(flat)
 
 
 def _owner_refs(f: Fields, raw: object) -> tuple[OwnerRef, ...]:

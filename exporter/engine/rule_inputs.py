@@ -53,6 +53,8 @@ EXPORT_ONLY: Final[Mapping[type[Base], frozenset[str]]] = {
         "meta.generation",
         "meta.labels",  # the labels rules need are projected into fields of their own
         "meta.annotations",
+        "meta.exported_labels",  # --metric-labels-allowlist: capi_machine_labels only
+        "meta.exported_annotations",
         "meta.resource_version",
     }),
 }

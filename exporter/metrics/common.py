@@ -2,14 +2,16 @@
 
 Owns the condition families (the kube-state-metrics state set and transition time, plus the
 reason, computed and mismatch extensions), creation and deletion timestamps, the paused
-annotation, phase state sets, counters read from a Result and findings. Owns no per-kind list
-(``capi``, ``ocm``).
+annotation, the object's labels and annotations as Prometheus labels (kube-state-metrics'
+``*_labels`` / ``*_annotations``, with its label-name sanitisation and collision rule), phase
+state sets, counters read from a Result and findings. Owns no per-kind list (``capi``, ``ocm``).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from exporter.engine.model import Status
@@ -136,6 +138,7 @@ def condition_families(prefix: str, kind: str, *, compat: bool = True) -> tuple[
 def metadata_families(
     prefix: str, kind: str, *, paused_annotation: bool = True, compat: bool = True
 ) -> tuple[FamilySpec, ...]:
+    """Creation and deletion time, the paused annotation, the allowlisted labels and annotations."""
     out = [
         family(
             f"{prefix}_created", f"Unix creation timestamp of a {kind}.", "gauge", (),
@@ -161,7 +164,95 @@ def metadata_families(
                 fields=("paused_annotation", "meta.annotations"),
             )
         )
+    out.extend(object_label_families(prefix, kind, resource_name(kind)))
     return tuple(out)
+
+
+def resource_name(kind: str) -> str:
+    """The plural lower-case resource of a kind, as the allowlists name it (``machinedeployments``)."""
+    lower = kind.lower()
+    return f"{lower}es" if lower.endswith(("s", "sh", "ch", "x")) else f"{lower}s"
+
+
+# kube-state-metrics' label names for Kubernetes keys: every character outside [a-zA-Z0-9_]
+# becomes "_", then camelCase becomes snake_case (an underscore between a lower-case letter or a
+# digit and the upper-case letter after it) and everything is lower-cased.
+_INVALID_LABEL_CHAR: Final = re.compile(r"[^a-zA-Z0-9_]")
+_CAMEL: Final = re.compile(r"([a-z0-9])([A-Z])")
+_sanitised: dict[str, str] = {}
+
+
+def sanitise_label_name(key: str) -> str:
+    """The Prometheus label name (without its prefix) kube-state-metrics makes of a Kubernetes key."""
+    found = _sanitised.get(key)
+    if found is None:
+        if len(_sanitised) >= _TABLE_LIMIT:
+            _sanitised.clear()
+        found = _sanitised[key] = _CAMEL.sub(r"\1_\2", _INVALID_LABEL_CHAR.sub("_", key)).lower()
+    return found
+
+
+def prometheus_labels(prefix: str, entries: Mapping[str, str]) -> tuple[str, ...]:
+    """``entries`` as label names and values, alternating, in the order of their sorted keys.
+
+    Names are ``<prefix>_<sanitised key>``. Keys that sanitise to the same name are told apart as
+    kube-state-metrics does: in sorted key order, the first becomes ``<name>_conflict1``, the
+    second ``<name>_conflict2``, and so on. A name that still repeats (a key that itself reads
+    ``<name>_conflict1``) keeps its first value only: a repeated label would fail the scrape.
+    """
+    names: list[str] = []
+    values: list[str] = []
+    first: dict[str, int] = {}  # sanitised name -> position of its first key
+    count: dict[str, int] = {}
+    for key in sorted(entries):
+        name = f"{prefix}_{sanitise_label_name(key)}"
+        seen = count.get(name, 0)
+        if seen:
+            if seen == 1:
+                names[first[name]] = f"{name}_conflict1"
+            count[name] = seen + 1
+            name = f"{name}_conflict{seen + 1}"
+        else:
+            count[name] = 1
+            first[name] = len(names)
+        names.append(name)
+        values.append(entries[key])
+    out: list[str] = []
+    emitted: set[str] = set()
+    for name, value in zip(names, values, strict=True):
+        if name not in emitted:
+            emitted.add(name)
+            out += (name, value)
+    return tuple(out)
+
+
+def object_label_families(prefix: str, kind: str, resource: str) -> tuple[FamilySpec, ...]:
+    """``<prefix>_labels`` and ``<prefix>_annotations``: one series per object, value 1, its
+    labels (annotations) as ``label_<key>`` (``annotation_<key>``) for the keys the allowlists
+    name for ``resource``. Served only for the resources an allowlist names."""
+
+    def labels(s: Subject[Any]) -> Iterable[Sample]:
+        return [(prometheus_labels("label", s.obj.meta.exported_labels), 1.0)]
+
+    def annotations(s: Subject[Any]) -> Iterable[Sample]:
+        return [(prometheus_labels("annotation", s.obj.meta.exported_annotations), 1.0)]
+
+    return (
+        family(
+            f"{prefix}_labels",
+            f"The labels of a {kind} that --metric-labels-allowlist names for {resource}, as "
+            "label_<key> labels (kube-state-metrics' sanitisation); served only when it names some.",
+            "info", (), "metadata.labels", labels, reads="object", fields=("meta.exported_labels",),
+            free_labels="label",
+        ),
+        family(
+            f"{prefix}_annotations",
+            f"The annotations of a {kind} that --metric-annotations-allowlist names for {resource}, "
+            "as annotation_<key> labels; served only when it names some.",
+            "info", (), "metadata.annotations", annotations, reads="object",
+            fields=("meta.exported_annotations",), free_labels="annotation",
+        ),
+    )
 
 
 def phase_family(prefix: str, kind: str, phases: Sequence[str], *, compat: bool = True) -> FamilySpec:

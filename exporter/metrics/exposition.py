@@ -115,5 +115,19 @@ def sample_lines(name: str, prefix: str, label_names: Sequence[str], samples: It
     return head.join(tails) if len(tails) > 1 else ""
 
 
+def free_label_lines(name: str, prefix: str, samples: Iterable[Sample]) -> str:
+    """One line per sample whose values alternate label names and values (``name1, value1, ...``).
+
+    For families whose label names differ per object (``*_labels``): no memo table, as their
+    values are mostly unique per object.
+    """
+    lines: list[str] = []
+    for values, value in samples:
+        pairs = label_pairs(values[0::2], values[1::2])
+        inner = f"{prefix},{pairs}" if prefix and pairs else prefix or pairs
+        lines.append(f"{name}{{{inner}}} {format_value(value)}\n")
+    return "".join(lines)
+
+
 def header(name: str, help_text: str, type_: str) -> bytes:
     return f"# HELP {name} {escape_help(help_text)}\n# TYPE {name} {type_}\n".encode()

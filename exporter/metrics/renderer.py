@@ -50,9 +50,10 @@ from typing import Any
 
 from exporter.engine.model import Base, ObjectKey, Result
 from exporter.metrics import members
-from exporter.metrics.catalog import kind_spec, label_names, object_families
-from exporter.metrics.exposition import header, label_pairs, sample_lines
+from exporter.metrics.catalog import kind_spec, label_names
+from exporter.metrics.exposition import free_label_lines, header, label_pairs, sample_lines
 from exporter.metrics.members import GZIP_LEVEL, gzip_member
+from exporter.metrics.selection import DEFAULT
 from exporter.metrics.spec import (
     FamilySpec,
     KindSpec,
@@ -89,19 +90,25 @@ def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: R
                   kept: Collection[int] = ()) -> Fragments:
     """All lines of one object, per family; families without samples are left out.
 
-    ``kept``: the indices of families whose input did not change since the last rendering (their
-    lines are the previous ones, ``Renderer._kept``): they are skipped, and so left out too.
+    ``index``: the families rendered, by name; the kind's others are not selected and never
+    extracted. ``kept``: the indices of families whose input did not change since the last
+    rendering (their lines are the previous ones, ``Renderer._kept``): they are skipped, and so
+    left out too.
     """
     subject: Subject[Base] = Subject(obj, result)
     identity = label_pairs(spec.identity, identity_values(spec, obj))
     out: list[tuple[int, bytes]] = []
     for fam in spec.families:
-        i = index[fam.name]
-        if i in kept:
+        i = index.get(fam.name)
+        if i is None or i in kept:
             continue
         samples = list(fam.extract(subject))
         if samples:
-            text = sample_lines(fam.name, identity if fam.identity else "", fam.labels, samples)
+            prefix = identity if fam.identity else ""
+            if fam.free_labels:
+                text = free_label_lines(fam.name, prefix, samples)
+            else:
+                text = sample_lines(fam.name, prefix, fam.labels, samples)
             out.append((i, text.encode()))
     return tuple(out)
 
@@ -324,7 +331,9 @@ class Renderer:
     def __init__(self, families: Iterable[FamilySpec] | None = None, *,
                  bucket_bytes: int = BUCKET_BYTES, pending_bytes: int = PENDING_BYTES,
                  pending_share: int = PENDING_SHARE) -> None:
-        self.families: tuple[FamilySpec, ...] = tuple(families) if families is not None else object_families()
+        # By default every family but the labels and annotations ones (``selection.DEFAULT``).
+        self.families: tuple[FamilySpec, ...] = (
+            tuple(families) if families is not None else DEFAULT.families())
         self.bucket_bytes = bucket_bytes
         self.pending_floor = pending_bytes
         self.pending_share = pending_share  # 0: the floor alone
@@ -581,7 +590,8 @@ class Renderer:
         if by_reads is None:
             by_reads = self._by_reads[spec.kind] = {}
             for f in spec.families:
-                by_reads.setdefault(f.reads, []).append(self._index[f.name])
+                if f.name in self._index:
+                    by_reads.setdefault(f.reads, []).append(self._index[f.name])
         return {i for reads in unchanged for i in by_reads.get(reads, ())}
 
     def _same_fields(self, spec: KindSpec, old: Base, new: Base) -> list[int]:
@@ -590,7 +600,7 @@ class Renderer:
         if getters is None:
             getters = self._field_getters[spec.kind] = [
                 (self._index[f.name], attrgetter(*f.fields)) for f in spec.families
-                if f.reads == "object" and f.fields
+                if f.reads == "object" and f.fields and f.name in self._index
             ]
         return [i for i, get in getters if get(old) == get(new)]
 

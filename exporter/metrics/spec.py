@@ -93,6 +93,9 @@ class FamilySpec:
     # unchanged its lines are too, and the renderer skips it; empty: rendered whenever the object
     # changed.
     fields: tuple[str, ...] = ()
+    # Non-empty ("label", "annotation"): besides ``labels``, each object brings label names of its
+    # own, prefixed so (``label_env``); a sample's values alternate those names and their values.
+    free_labels: str = ""
 
     @property
     def exposition_type(self) -> str:
@@ -188,6 +191,7 @@ def family(
     identity: bool = True,
     reads: Reads = "both",
     fields: Iterable[str] = (),
+    free_labels: str = "",
 ) -> FamilySpec:
     return FamilySpec(name, help_text, type_, tuple(labels), source, extract, compat, identity, reads,
-                      tuple(fields))
+                      tuple(fields), free_labels)

@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,6 +36,9 @@ from exporter.engine.parse_capi import CAPI_READERS
 log = logging.getLogger("exporter.sources.files")
 
 SUFFIXES = (".yaml", ".yml", ".json")
+Project = Callable[[Mapping[str, Any]], Base | None]
+"""A raw object to its projection (None: unreadable); ``parse.project`` unless the caller binds
+a selection of labels to keep."""
 # libyaml's loader parses ~10x faster than the pure-Python one; both are "safe" (no object tags).
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # What one file may expand to: one object per this many bytes of its text, plus a floor. Without
@@ -152,7 +155,7 @@ def _flatten(doc: Any) -> Iterator[Mapping[str, Any]]:
 _DONE = object()
 
 
-def load(path: Path, previous: Mapping[str, list[Base]] | None = None) -> Loaded:
+def load(path: Path, previous: Mapping[str, list[Base]] | None = None, project: Project = project) -> Loaded:
     """Read and project everything under ``path`` (blocking; run in a thread from async code).
 
     A file that cannot be read (half-written by an editor, a YAML error) keeps the objects it
@@ -174,7 +177,7 @@ def load(path: Path, previous: Mapping[str, list[Base]] | None = None) -> Loaded
     for file in files:
         name = str(file)
         try:
-            objects = _read(file, invalid)
+            objects = _read(file, invalid, project)
         except Exception as exc:  # whatever it is, it costs this file only
             kept = (previous or {}).get(name)
             note = f"; keeping its {len(kept)} objects from the last good read" if kept else ""
@@ -187,7 +190,7 @@ def load(path: Path, previous: Mapping[str, list[Base]] | None = None) -> Loaded
     return Loaded(list(by_key.values()), invalid, errors, by_file)
 
 
-def _read(file: Path, invalid: dict[str, int]) -> list[Base]:
+def _read(file: Path, invalid: dict[str, int], project: Project) -> list[Base]:
     """One file's projections; counts its invalid objects into ``invalid`` only once it is read."""
     raws = list(raw_objects(file.read_text(encoding="utf-8"), file.suffix))
     objects: list[Base] = []
@@ -245,8 +248,10 @@ def fingerprint(path: Path) -> Fingerprint:
 class FileSource:
     """Feeds a sink from manifests, polling them for changes every ``poll_interval`` seconds."""
 
-    def __init__(self, path: Path, sink: Sink, *, poll_interval: float = 2.0) -> None:
+    def __init__(self, path: Path, sink: Sink, *, poll_interval: float = 2.0,
+                 project: Project = project) -> None:
         self.path = path
+        self.project = project
         self.sink = sink
         self.poll_interval = poll_interval
         self.stats = FileStats()
@@ -268,7 +273,7 @@ class FileSource:
         current = await asyncio.to_thread(fingerprint, self.path)
         if current == self._seen:
             return False
-        loaded = await asyncio.to_thread(load, self.path, self._last_good)
+        loaded = await asyncio.to_thread(load, self.path, self._last_good, self.project)
         self._last_good = loaded.by_file
         self._seen = current
         self.apply(loaded)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="",
         help=f"command starting the exporter's serve (default: {sys.executable} -m exporter serve)",
     )
+    p.add_argument(
+        "--exporter-args",
+        default="",
+        metavar="FLAGS",
+        help="extra flags for the exporter's serve, given with =: "
+        "--exporter-args=\"--metric-allowlist=capi_.*\"",
+    )
+    p.add_argument(
+        "--size-only",
+        action="store_true",
+        help="only time to ready, series (per kind), bytes and quiet scrape times (no churn, no burst)",
+    )
     p.add_argument("--json", default="", metavar="PATH", help="also write every figure as JSON")
     p.add_argument(
         "--profile",
@@ -67,6 +80,10 @@ def options(args: argparse.Namespace) -> Options:
         o = replace(o, burst=args.burst)
     if args.exporter_cmd:
         o = replace(o, exporter_cmd=tuple(args.exporter_cmd.split()))
+    if args.exporter_args:
+        o = replace(o, exporter_cmd=(*o.exporter_cmd, *shlex.split(args.exporter_args)))
+    if args.size_only:
+        o = replace(o, size_only=True, scrapes=min(o.scrapes, 5))
     return o
 
 
@@ -86,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     scales = sorted({int(s) for arg in args.scale or ["100"] for s in str(arg).split(",") if s})
     base = options(args)
     plan = [(s, True) for s in scales]
-    if args.compare_scale and args.compare_scale not in scales:
+    if args.compare_scale and args.compare_scale not in scales and not args.size_only:
         plan.insert(0, (args.compare_scale, False))
     results: list[dict[str, Any]] = []
     # The exporter runs from this checkout with this environment: the same build as here.
@@ -96,13 +113,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"-- scale {scale} % ({'full phases' if full else 'ready, size and burst only'})", flush=True)
         run = Run(replace(base, scale=scale, full=full))
         result = asyncio.run(run.run())
-        if full and not args.no_baseline and (run.dir / "metrics.txt").exists():
+        if full and not args.no_baseline and not args.size_only and (run.dir / "metrics.txt").exists():
             result["baseline"] = baseline(run.dir / "metrics.txt")
         result["implementation"] = built
         results.append(result)
         print(f"   done: ready in {result.get('ready_seconds', float('nan')):.1f} s", flush=True)
-    report.derive(results)
-    print(report.table(results))
+    if args.size_only:
+        print(report.size_table(results))
+    else:
+        report.derive(results)
+        print(report.table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     if args.keep:

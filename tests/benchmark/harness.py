@@ -50,6 +50,7 @@ class Options:
     paced_seconds: float = 10.0
     profile: bool = False  # py-spy the exporter during the burst and the churn
     burst_limit: float = 120.0  # seconds to wait for a burst to be processed
+    size_only: bool = False  # only ready, size (series per kind) and quiet scrapes
 
 
 # How often the churn phase scrapes the marker family alone to time event-to-scrape, and the burst
@@ -412,6 +413,11 @@ class Run:
             async with probes.client_session() as session:
                 await self.time_to_ready(session, info["kubeconfig"])
                 await self.size(session)
+                if self.o.size_only:
+                    text = (self.dir / "metrics.txt").read_text()
+                    self.result["series_by_kind"] = probes.series_by_kind(text)
+                    await self.quiet_scrapes(session)
+                    return self.result
                 if self.o.full:
                     await self.quiet_scrapes(session)
                 await self.paced(session)

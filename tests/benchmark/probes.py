@@ -240,6 +240,30 @@ def object_count(text: str) -> int:
     return len(set(_UID.findall(text)))
 
 
+def series_by_kind(text: str) -> dict[str, dict[str, int]]:
+    """Per kind of object (by family prefix, the longest that matches): series and objects (uids).
+
+    Findings families (``capi_finding``, ``*_finding``) count with the kind whose prefix they
+    carry, or under "findings"; self-metrics under "exporter".
+    """
+    from exporter.metrics.catalog import KINDS
+
+    prefixes = sorted(((spec.prefix + "_", spec.kind) for spec in KINDS), key=lambda p: -len(p[0]))
+    out: dict[str, dict[str, Any]] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        kind = "exporter" if name.startswith("fleet_status_exporter_") else next(
+            (k for prefix, k in prefixes if name.startswith(prefix)), "findings")
+        entry = out.setdefault(kind, {"series": 0, "uids": set()})
+        entry["series"] += 1
+        uid = _UID.search(line)
+        if uid:
+            entry["uids"].add(uid.group(1))
+    return {k: {"series": v["series"], "objects": len(v["uids"])} for k, v in sorted(out.items())}
+
+
 def self_metrics(text: str, prefix: str = "fleet_status_exporter_") -> dict[str, float]:
     """The exporter's self-metric samples, keyed by their series text."""
     out: dict[str, float] = {}

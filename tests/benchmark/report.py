@@ -183,3 +183,27 @@ def _pair(record: dict[str, Any], low: str, high: str, fmt: str = "{:.3f} s") ->
     if low not in record or high not in record:
         return None
     return f"{fmt.format(record[low])} / {fmt.format(record[high])}"
+
+
+def size_table(results: list[Result]) -> str:
+    """``--size-only``: per scale, series and objects overall and per kind, bytes, quiet scrape times."""
+    lines: list[str] = []
+    for r in results:
+        objects = r.get("objects_served") or 0
+        series = r.get("series") or 0
+        quiet = r.get("quiet", {})
+        lines += [
+            f"scale {r.get('scale', '?')} %: {objects:,} objects, {series:,} series "
+            f"({series / objects if objects else float('nan'):.1f} per object), "
+            f"{_mb(r.get('bytes_raw')) or 0:.2f} MB raw, {_mb(r.get('bytes_gzip')) or 0:.2f} MB gzip, "
+            f"ready in {r.get('ready_seconds', float('nan')):.1f} s",
+            f"  quiet /metrics p50 raw {quiet.get('scrape_raw_p50_s', float('nan')):.3f} s, "
+            f"gzip {quiet.get('scrape_gzip_p50_s', float('nan')):.3f} s; "
+            f"RSS after sync {r.get('memory_after_sync_mib', {}).get('VmRSS', float('nan')):.0f} MiB",
+            "  | kind | objects | series | per object |",
+            "  |---|---:|---:|---:|",
+        ]
+        for kind, v in r.get("series_by_kind", {}).items():
+            per = v["series"] / v["objects"] if v["objects"] else float("nan")
+            lines.append(f"  | {kind} | {v['objects']:,} | {v['series']:,} | {per:.1f} |")
+    return "\n".join(lines)

@@ -26,11 +26,13 @@ def _conditions(reason: str) -> tuple[Condition, ...]:
 A_META = Meta("Machine", "cluster.x-k8s.io/v1beta2", "ns", "m1", uid="u1", resource_version="1",
               generation=1, creation_timestamp=1.0, deletion_timestamp=None,
               labels=MappingProxyType({"a": "1"}), annotations=MappingProxyType({}),
-              owner_refs=(OwnerRef("MachineSet", "ms1"),))
+              owner_refs=(OwnerRef("MachineSet", "ms1"),), exported_labels=MappingProxyType({"env": "a"}),
+              exported_annotations=MappingProxyType({}))
 B_META = Meta("Cluster", "cluster.x-k8s.io/v1beta1", "other", "m2", uid="u2", resource_version="2",
               generation=2, creation_timestamp=2.0, deletion_timestamp=3.0,
               labels=MappingProxyType({"b": "2"}), annotations=MappingProxyType({"x": "y"}),
-              owner_refs=())
+              owner_refs=(), exported_labels=MappingProxyType({}),
+              exported_annotations=MappingProxyType({"team": "b"}))
 
 PAIRS: dict[type, tuple[Any, Any]] = {
     Condition: (
