@@ -36,6 +36,12 @@ Conventions:
   `*_status_condition_computed` says which is which, `*_status_condition_mismatch` flags types where
   the reported and computed statuses disagree, `*_status_condition_reason` gives the reason through
   a fixed allow-list per condition type (anything else reads `{OTHER}`). Messages are never labels.
+- Replica counters follow the same rule: the value the controller reports (`status.readyReplicas`,
+  `status.workers.readyReplicas`, ... with v1beta2 meanings), else the one the exporter computes
+  from the objects (for clusters still on v1beta1, whose `readyReplicas` counts Ready Nodes, and
+  for counters a controller has not written). `*_status_replicas_computed{{counter}}` gives the
+  exporter's own count of each counter, `*_status_replicas_mismatch{{counter}}` flags counters where
+  it differs from the reported one (a controller lagging behind its Machines).
 - Counters that are unset are absent, never 0 (kube-state-metrics writes 0 for some of them).
 - Timestamps are Unix seconds; ages are `time() - <timestamp>` in PromQL.
 - Deleted objects disappear from the next scrape.
