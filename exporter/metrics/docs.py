@@ -25,6 +25,8 @@ Generated from `exporter/metrics/catalog.py` by `python -m exporter.metrics.docs
 Families marked **KSM** have the name, labels and meaning of the kube-state-metrics
 CustomResourceState configuration Cluster API ships (`capi_<kind>_*`), so existing dashboards and
 rules keep working; the others are extensions and never change the meaning of a KSM family.
+Coming from that configuration: [migrating-from-kube-state-metrics.md](migrating-from-kube-state-metrics.md)
+says, family by family, what maps one to one, what differs and what to change in rules.
 Type `stateset` and `info` families are exposed as gauges (text format 0.0.4): a state set has one
 series per state with value 1 on the current one; an info family has value 1.
 
