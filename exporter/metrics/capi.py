@@ -44,7 +44,7 @@ IDENTITY: Final[tuple[str, ...]] = ("name", "namespace", "uid", "cluster_name")
 IDENTITY_NO_CLUSTER = ("name", "namespace", "uid")
 
 REPLICA_COUNTERS = (
-    ("status_replicas", "replicas", "The number of replicas (status.replicas)"),
+    ("status_replicas", "replicas", "The number of replicas"),
     ("status_replicas_ready", "readyReplicas", "The number of ready replicas (Ready condition True)"),
     ("status_replicas_available", "availableReplicas", "The number of available replicas"),
     ("status_replicas_uptodate", "upToDateReplicas", "The number of up-to-date replicas"),
