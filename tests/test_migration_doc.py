@@ -3,7 +3,8 @@
 Every kube-state-metrics-compatible family of the catalog is covered by the family table; every
 family the page names exists, or is one it lists as not served; every PromQL expression (before
 and after) passes `promtool check rules`; the relabeling that adds the customresource_* labels
-gives each family the group and kind kube-state-metrics would, and nothing to the others.
+gives each family the group and kind kube-state-metrics would, and nothing to the others, and a
+real Prometheus scraping the exporter with it serves those labels to the page's "before" queries.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from exporter.metrics.catalog import KINDS, object_families
+from tests.test_e2e_prometheus import ROOT, Prom, _free_port, _stop, _wait
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "migrating-from-kube-state-metrics.md"
 TEXT = DOC.read_text(encoding="utf-8")
@@ -97,3 +101,53 @@ def test_the_relabeling_gives_each_family_its_group_and_only_the_kind_it_names()
                 assert "customresource_kind" not in got, fam.name
     assert relabel("capi_finding", configs) == {}
     assert relabel("fleet_status_exporter_build_info", configs) == {}
+
+
+def relabel_configs() -> list[dict[str, str]]:
+    (block,) = blocks("yaml")
+    configs: list[dict[str, str]] = yaml.safe_load(block)["metric_relabel_configs"]
+    return configs
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs prometheus (Debian package prometheus)")
+def test_a_real_prometheus_adds_the_labels_with_the_relabeling(tmp_path: Path) -> None:
+    exporter_port, prom_port = _free_port(), _free_port()
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "exporter", "serve", "--from-files", "examples/",
+         "--web.listen-address", f"127.0.0.1:{exporter_port}"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=(tmp_path / "exporter.log").open("wb"))]
+    try:
+        config = {"global": {"scrape_interval": "1s"}, "scrape_configs": [{
+            "job_name": "fleet-status-exporter", "honor_labels": True,
+            "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}],
+            "metric_relabel_configs": relabel_configs()}]}
+        (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+        procs.append(subprocess.Popen(
+            [str(shutil.which("prometheus")), f"--config.file={tmp_path / 'prometheus.yml'}",
+             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{prom_port}",
+             "--log.level=warn"],
+            stdout=subprocess.DEVNULL, stderr=(tmp_path / "prometheus.log").open("wb")))
+        prom = Prom(f"http://127.0.0.1:{prom_port}")
+        infos = 'count by (__name__, customresource_group, customresource_kind) ({__name__=~"capi_.+_info"})'
+
+        def scraped() -> list[dict[str, Any]] | None:
+            found = prom.query(infos)
+            return found if len(found) >= 8 else None
+
+        rows = _wait("the example fleet scraped", scraped, 60)
+        # The page's "before" query finds the MachineDeployments by kind again.
+        before = prom.query('count by (customresource_kind) '
+                            '({__name__=~"capi_.+_info", customresource_group="cluster.x-k8s.io"})')
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+    kinds = {spec.prefix + "_info": spec.kind for spec in KINDS if spec.prefix.startswith("capi_")}
+    got = {r["metric"]["__name__"]: (r["metric"].get("customresource_group"),
+                                     r["metric"].get("customresource_kind")) for r in rows}
+    assert set(got) == {f"capi_{k}_info" for k in ("cluster", "clusterclass", "kubeadmcontrolplane",
+                                                   "machinedeployment", "machineset", "machinepool",
+                                                   "machine", "machinehealthcheck")}
+    for name, (group, kind) in got.items():
+        assert group == GROUPS.get(kinds[name], "cluster.x-k8s.io"), name
+        assert kind == ("MachineDeployment" if name == "capi_machinedeployment_info" else None), name
+    assert "MachineDeployment" in {r["metric"].get("customresource_kind") for r in before}
