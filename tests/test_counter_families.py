@@ -77,7 +77,7 @@ def lagging() -> Series:
     return scrape(objects)
 
 
-def test_a_machineset_reporting_more_ready_replicas_than_its_machines_shows_its_own_count(lagging):
+def test_a_machineset_reporting_more_ready_replicas_than_its_machines_shows_its_own(lagging: Series) -> None:
     assert one(lagging, "capi_machineset_status_replicas_ready", MS) == 3  # status.readyReplicas
     assert one(lagging, "capi_machineset_status_replicas_computed", MS, counter="readyReplicas") == 2
     assert mismatched(lagging, "capi_machineset", MS) == {"readyReplicas": 1.0}
@@ -86,20 +86,20 @@ def test_a_machineset_reporting_more_ready_replicas_than_its_machines_shows_its_
     assert one(lagging, "capi_machineset_status_replicas", MS) == 3
 
 
-def test_a_machinedeployment_shows_its_reported_count_and_the_sum_over_its_machinesets(lagging):
+def test_a_machinedeployment_shows_its_reported_count_and_the_machinesets_sum(lagging: Series) -> None:
     assert one(lagging, "capi_machinedeployment_status_replicas_ready", MD) == 3
     assert one(lagging, "capi_machinedeployment_status_replicas_computed", MD, counter="readyReplicas") == 2
     assert mismatched(lagging, "capi_machinedeployment", MD) == {"readyReplicas": 1.0}
 
 
-def test_a_control_plane_reporting_fewer_ready_replicas_than_its_machines_shows_its_own_count(lagging):
+def test_a_control_plane_reporting_fewer_ready_replicas_shows_its_own(lagging: Series) -> None:
     assert one(lagging, "capi_kubeadmcontrolplane_status_replicas_ready", KCP) == 2
     assert one(lagging, "capi_kubeadmcontrolplane_status_replicas_computed", KCP,
                counter="readyReplicas") == 3
     assert mismatched(lagging, "capi_kubeadmcontrolplane", KCP) == {"readyReplicas": 1.0}
 
 
-def test_a_cluster_shows_its_reported_workers_and_the_engine_count_beside_them(lagging):
+def test_a_cluster_shows_its_reported_workers_and_the_engine_count_beside_them(lagging: Series) -> None:
     reported = find(manifests(HEALTHY), "Cluster", "prod-eu-1")["status"]["workers"]["readyReplicas"]
     assert one(lagging, "capi_cluster_status_workers_replicas_ready", "prod-eu-1") == reported
     assert one(lagging, "capi_cluster_status_replicas_computed", "prod-eu-1",
@@ -109,13 +109,13 @@ def test_a_cluster_shows_its_reported_workers_and_the_engine_count_beside_them(l
     assert one(lagging, "capi_cluster_status_controlplane_replicas_ready", "prod-eu-1") == 3
 
 
-def test_objects_that_agree_with_their_machines_have_no_mismatch():
+def test_objects_that_agree_with_their_machines_have_no_mismatch() -> None:
     series = scrape(manifests(HEALTHY))
     assert not [k for k in series if k[0].endswith("_status_replicas_mismatch")]
     assert one(series, "capi_machineset_status_replicas_computed", MS, counter="readyReplicas") == 3
 
 
-def test_an_object_that_reports_no_counter_shows_the_engine_count_without_a_mismatch():
+def test_an_object_that_reports_no_counter_shows_the_engine_count_without_a_mismatch() -> None:
     objects = manifests(HEALTHY)
     ms = find(objects, "MachineSet", MS)
     for key in ("readyReplicas", "availableReplicas", "upToDateReplicas", "replicas"):
@@ -126,7 +126,7 @@ def test_an_object_that_reports_no_counter_shows_the_engine_count_without_a_mism
     assert mismatched(series, "capi_machineset", MS) == {}
 
 
-def test_v1beta1_ready_counts_mean_ready_nodes_so_the_engine_count_stands():
+def test_v1beta1_ready_counts_mean_ready_nodes_so_the_engine_count_stands() -> None:
     # CAPI v1.5-v1.8 objects: status.readyReplicas counts Machines with a Ready Node, not the
     # v1beta2 Ready summary; the engine's count is the effective one and nothing mismatches.
     objects = manifests(LEGACY)
@@ -140,7 +140,7 @@ def test_v1beta1_ready_counts_mean_ready_nodes_so_the_engine_count_stands():
     assert mismatched(series, "capi_machineset", name) == {}
 
 
-def test_counters_withheld_for_an_unreadable_kind_leave_the_reported_ones():
+def test_counters_withheld_for_an_unreadable_kind_leave_the_reported_ones() -> None:
     # The exporter may not read MachineSets: what it would count over them is withheld, what the
     # MachineDeployment reports is still a fact.
     objects = [o for o in manifests(HEALTHY) if o["kind"] != "MachineSet"]

@@ -73,7 +73,7 @@ def test_every_promql_expression_passes_promtool(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def relabel(name: str, configs: list[dict[str, str]]) -> dict[str, str]:
+def relabel(name: str, configs: list[dict[str, Any]]) -> dict[str, str]:
     """What Prometheus' replace action adds to a series of this name (regexes are anchored)."""
     labels: dict[str, str] = {}
     for c in configs:
@@ -103,9 +103,9 @@ def test_the_relabeling_gives_each_family_its_group_and_only_the_kind_it_names()
     assert relabel("fleet_status_exporter_build_info", configs) == {}
 
 
-def relabel_configs() -> list[dict[str, str]]:
+def relabel_configs() -> list[dict[str, Any]]:
     (block,) = blocks("yaml")
-    configs: list[dict[str, str]] = yaml.safe_load(block)["metric_relabel_configs"]
+    configs: list[dict[str, Any]] = yaml.safe_load(block)["metric_relabel_configs"]
     return configs
 
 
