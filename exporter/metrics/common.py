@@ -3,8 +3,7 @@
 Owns the condition families (the kube-state-metrics state set and transition time, plus the
 reason, computed and mismatch extensions), creation and deletion timestamps, the paused
 annotation, phase state sets, counters (reported, else computed, with the computed and mismatch
-extensions) and findings. Owns no per-kind list
-(``capi``, ``ocm``).
+extensions) and findings. Owns no per-kind list (``capi``, ``ocm``).
 """
 
 from __future__ import annotations
@@ -200,7 +199,7 @@ def counter_family(
 
         return family(name, help_text, "gauge", (), source, extract, compat=compat, reads="result")
 
-    read = reported
+    read = reported  # a name of its own: mypy does not carry the narrowing into the closure
 
     def effective(s: Subject[Any]) -> Iterable[Sample]:
         value = read(s.obj)
