@@ -28,12 +28,21 @@ def parsed(values: dict[str, object] | None = None, values_files: list[Path] | N
 
 
 @pytest.mark.parametrize("values_file", [None, *ci_values_files()], ids=lambda p: p.name if p else "default")
-def test_every_scenario_parses(values_file: Path | None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_scenario_parses(values_file: Path | None, monkeypatch: pytest.MonkeyPatch,
+                               tmp_path: Path) -> None:
     monkeypatch.setenv("POD_NAME", "fse-fleet-status-exporter-0")
-    config = parsed(values_files=[] if values_file is None else [values_file])
+    files = [] if values_file is None else [values_file]
+    with_kubeconfig = values_file is not None and "kubeconfig" in values_file.name
+    # The Secret is mounted at kubeconfig.mountPath; reproduce that path under tmp_path.
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    config = parsed({"kubeconfig": {"mountPath": str(tmp_path)}} if with_kubeconfig else None, files)
     assert config.command == "serve"
     assert config.listen_port == 9842
-    assert config.kubeconfig is None and config.from_files is None, "in-cluster by default"
+    assert config.from_files is None
+    if with_kubeconfig:
+        assert config.kubeconfig == tmp_path / "kubeconfig"
+    else:
+        assert config.kubeconfig is None, "in-cluster by default"
 
 
 def test_default_port_is_the_cli_default() -> None:
@@ -82,3 +91,15 @@ def test_schema_enums_match_the_cli() -> None:
 def test_telemetry_path_value_reaches_the_flag() -> None:
     assert parsed({"telemetryPath": "/fleet/metrics"}).telemetry_path == "/fleet/metrics"
     assert parsed().telemetry_path == "/metrics"
+
+
+def test_metric_selection_scenarios_reach_the_exporter_as_written() -> None:
+    denied = parsed(values_files=[CHART / "ci" / "06-selection-values.yaml"])
+    assert denied.metric_denylist == (".*_status_condition_last_transition_time", "capi_machine_addresses")
+    assert denied.metric_allowlist == ()
+    assert denied.metric_labels_allowlist == (("Cluster", ("environment", "region")),
+                                              ("MachineDeployment", ("*",)))
+    assert denied.metric_annotations_allowlist == (("Cluster", ("cluster.x-k8s.io/managed-by",)),)
+    allowed = parsed(values_files=[CHART / "ci" / "07-podmonitor-values.yaml"])
+    assert allowed.metric_allowlist == (
+        "capi_.*_status_condition", "capi_.*_(spec|status)_replicas.*", "fleet_status_exporter_.*")

@@ -1,7 +1,7 @@
 """The chart's Prometheus operator objects and Grafana dashboards.
 
-kubernetes-validate has no schemas for CRDs, so the ServiceMonitor and PrometheusRule are
-checked against the constraints of the prometheus-operator CRDs (monitoring.coreos.com/v1):
+kubernetes-validate has no schemas for CRDs, so the ServiceMonitor, PodMonitor and PrometheusRule
+are checked against the constraints of the prometheus-operator CRDs (monitoring.coreos.com/v1):
 ServiceMonitor requires `spec`, `spec.selector` and `spec.endpoints`, durations match the
 operator's duration pattern and relabel actions its enum; PrometheusRule requires `spec`, every
 group a non-empty unique `name`, every rule an `expr`, one of `alert`/`record`, and string-valued
@@ -24,12 +24,14 @@ from tests.chart.harness import (
     CHART,
     DEFAULT_RUNBOOK_BASE,
     Manifest,
+    RenderError,
     by_kind,
     chart_copies,
     chart_copy,
     container,
     one,
     render,
+    workload,
 )
 
 MONITORING = CHART / "ci" / "03-monitoring-values.yaml"
@@ -184,6 +186,61 @@ def test_crd_checks_reject_a_broken_object() -> None:
     broken = {"apiVersion": "monitoring.coreos.com/v1", "spec": {"groups": [{"name": "a", "rules": [{}]}]}}
     with pytest.raises(KeyError):
         check_prometheus_rule(broken)
+
+
+def check_pod_monitor(pm: Manifest) -> None:
+    """The PodMonitor CRD's constraints: spec.selector and podMetricsEndpoints, as for endpoints."""
+    assert pm["apiVersion"] == "monitoring.coreos.com/v1"
+    spec = pm["spec"]
+    assert isinstance(spec["selector"]["matchLabels"], dict)
+    for endpoint in spec["podMetricsEndpoints"]:
+        for field in ("interval", "scrapeTimeout"):
+            if field in endpoint:
+                assert DURATION.match(endpoint[field]), endpoint[field]
+        assert isinstance(endpoint.get("honorLabels", False), bool)
+        for relabel in [*endpoint.get("relabelings", []), *endpoint.get("metricRelabelings", [])]:
+            assert relabel.get("action", "replace").lower() in RELABEL_ACTIONS
+
+
+PODMONITOR = CHART / "ci" / "07-podmonitor-values.yaml"
+
+
+def test_pod_monitor_selects_the_pods_port_with_the_job_the_rules_expect() -> None:
+    manifests = render(values_files=[PODMONITOR])
+    pm = one(manifests, "PodMonitor")
+    check_pod_monitor(pm)
+    assert by_kind(manifests, "ServiceMonitor") == []
+    pod = workload(manifests)["spec"]["template"]
+    assert pm["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert pm["spec"]["namespaceSelector"] == {"matchNames": ["monitoring"]}
+    (endpoint,) = pm["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] in [p["name"] for p in pod["spec"]["containers"][0]["ports"]]
+    assert endpoint["path"] == "/metrics"
+    assert endpoint["honorLabels"] is True
+    assert (endpoint["interval"], endpoint["scrapeTimeout"]) == ("30s", "25s")
+    assert endpoint["metricRelabelings"][0]["action"] == "drop"
+    assert pm["spec"]["podTargetLabels"] == ["app.kubernetes.io/instance"]
+    assert pm["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    # job="fleet-status-exporter", as with the ServiceMonitor: the pod label jobLabel names.
+    assert pod["metadata"]["labels"][pm["spec"]["jobLabel"]] == "fleet-status-exporter"
+
+
+def test_pod_monitor_basic_auth_and_tls_pass_through() -> None:
+    secret = {"name": "scrape-credentials", "key": "username"}
+    monitor = {"enabled": True, "scheme": "https", "tlsConfig": {"insecureSkipVerify": True},
+               "basicAuth": {"username": secret, "password": {**secret, "key": "password"}}}  # fmt: skip
+    pm = one(render({"prometheus": {"podMonitor": monitor}}), "PodMonitor")
+    (endpoint,) = pm["spec"]["podMetricsEndpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    assert endpoint["basicAuth"] == monitor["basicAuth"]
+
+
+def test_pod_monitor_and_service_monitor_together_fail() -> None:
+    both = "prometheus.monitor.enabled and prometheus.podMonitor.enabled are both true"
+    with pytest.raises(RenderError, match=both):
+        render({"prometheus": {"monitor": {"enabled": True}, "podMonitor": {"enabled": True}}})
+    assert by_kind(render(), "PodMonitor") == []
 
 
 @pytest.fixture

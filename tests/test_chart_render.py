@@ -8,6 +8,7 @@ test_chart_monitoring.py, values and schema in test_chart_values.py.
 
 from __future__ import annotations
 
+import base64
 import copy
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from tests.chart.harness import (
 )
 
 # kubernetes-validate ships schemas for built-in kinds only.
-CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "AlertmanagerConfig"}
+CRD_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "AlertmanagerConfig"}
 SCENARIOS: list[Path | None] = [None, *ci_values_files()]
 STANDARD_LABELS = {
     "app.kubernetes.io/name": "fleet-status-exporter",
@@ -66,6 +67,9 @@ def test_ci_scenarios_exist() -> None:
         "03-monitoring",
         "04-networkpolicy",
         "05-alerting",
+        "06-selection",
+        "07-podmonitor",
+        "08-kubeconfig",
     ]
 
 
@@ -335,3 +339,112 @@ def test_values_of_the_wrong_shape_fail_the_render() -> None:
     # Helm validates the merged values against values.schema.json before rendering anything.
     with pytest.raises(RenderError, match="values don't meet the specifications of the schema"):
         render({"namespaces": "fleet-a"})
+
+
+# ---- metric selection, annotation-based scraping, a hub watched through a kubeconfig ----
+
+
+def test_metric_selection_values_become_the_exporter_flags() -> None:
+    args = args_of(scenario("06-selection"))
+    assert args[4:] == [
+        "--metric-denylist=.*_status_condition_last_transition_time,capi_machine_addresses",
+        "--metric-labels-allowlist=clusters=[environment,region],machinedeployments=[*]",
+        "--metric-annotations-allowlist=clusters=[cluster.x-k8s.io/managed-by]",
+    ]
+    allow = args_of(scenario("07-podmonitor"))
+    assert allow[4:] == [
+        "--metric-allowlist="
+        "capi_.*_status_condition,capi_.*_(spec|status)_replicas.*,fleet_status_exporter_.*",
+    ]
+
+
+def test_a_regular_expression_reaches_the_flag_as_written() -> None:
+    # YAML would read an unquoted ": " or " #" as structure: the argument is quoted.
+    pattern = r"capi_(cluster|machine)_info: x #y \d{2}"
+    assert args_of(render({"metricDenylist": [pattern]}))[-1] == f"--metric-denylist={pattern}"
+
+
+def test_allowlist_and_denylist_together_fail_naming_both_values() -> None:
+    with pytest.raises(RenderError) as failed:
+        render({"metricAllowlist": ["capi_.*", "ocm_.*"], "metricDenylist": ["capi_machine_.*"]})
+    message = str(failed.value)
+    assert "metricAllowlist (capi_.*,ocm_.*)" in message
+    assert "metricDenylist (capi_machine_.*)" in message
+
+
+def test_without_selection_values_no_selection_flag_is_passed() -> None:
+    assert not [a for a in args_of(render()) if a.startswith("--metric-")]
+
+
+def test_prometheus_scrape_annotates_the_service_not_the_pods() -> None:
+    manifests = render({"service": {"port": 9100}})
+    assert one(manifests, "Service")["metadata"]["annotations"] == {
+        "prometheus.io/scrape": "true", "prometheus.io/port": "9100", "prometheus.io/path": "/metrics",
+    }
+    pod = workload(manifests)["spec"]["template"]["metadata"]
+    assert not [k for k in pod.get("annotations", {}) if k.startswith("prometheus.io/")]
+    # The port annotation is the container port the endpoints resolve to.
+    assert container(manifests)["ports"][0]["containerPort"] == 9100
+
+
+def test_service_annotations_win_over_prometheus_scrape_and_off_means_none() -> None:
+    service = one(render({"service": {"annotations": {"prometheus.io/scheme": "https",
+                                                      "prometheus.io/path": "/m"}}}), "Service")
+    assert service["metadata"]["annotations"] == {
+        "prometheus.io/scrape": "true", "prometheus.io/port": "9842", "prometheus.io/path": "/m",
+        "prometheus.io/scheme": "https",
+    }
+    assert "annotations" not in one(scenario("07-podmonitor"), "Service")["metadata"]
+
+
+def kubeconfig_values(**extra: object) -> dict[str, object]:
+    text = "apiVersion: v1\nkind: Config\nclusters: []\n"
+    return {"kubeconfig": {"enabled": True, "secret": base64.b64encode(text.encode()).decode(), **extra}}
+
+
+def test_kubeconfig_from_values_creates_a_secret_mounts_it_and_passes_the_flag() -> None:
+    manifests = render(kubeconfig_values())
+    secret = one(manifests, "Secret")
+    assert secret["metadata"]["name"] == "fse-fleet-status-exporter-kubeconfig"
+    assert base64.b64decode(secret["data"]["config"]).decode().startswith("apiVersion: v1")
+    assert "--kubeconfig=/etc/fleet-status-exporter/kubeconfig/config" in args_of(manifests)
+    pod = workload(manifests)["spec"]["template"]
+    volume = next(v for v in pod["spec"]["volumes"] if v["name"] == "kubeconfig")
+    assert volume["secret"] == {"secretName": secret["metadata"]["name"],
+                                "items": [{"key": "config", "path": "config"}]}
+    mount = next(m for m in container(manifests)["volumeMounts"] if m["name"] == "kubeconfig")
+    assert mount == {"name": "kubeconfig", "mountPath": "/etc/fleet-status-exporter/kubeconfig",
+                     "readOnly": True}
+    # A new kubeconfig restarts the pods.
+    assert len(pod["metadata"]["annotations"]["checksum/kubeconfig"]) == 64
+
+
+def test_kubeconfig_creates_no_rbac_in_the_cluster_the_pod_runs_in() -> None:
+    # The grants would be for this cluster, which the exporter does not read.
+    for values in (kubeconfig_values(), {**kubeconfig_values(), "namespaces": ["fleet-a"]}):
+        kinds = sorted(m["kind"] for m in render(values))
+        assert kinds == ["Deployment", "Secret", "Service", "ServiceAccount"]
+
+
+def test_kubeconfig_existing_secret_is_mounted_not_created() -> None:
+    manifests = scenario("08-kubeconfig")
+    assert by_kind(manifests, "Secret") == []
+    assert "--kubeconfig=/etc/fleet-status-exporter/kubeconfig/kubeconfig" in args_of(manifests)
+    volume = next(v for v in workload(manifests)["spec"]["template"]["spec"]["volumes"]
+                  if v["name"] == "kubeconfig")
+    assert volume["secret"]["secretName"] == "hub-eu-kubeconfig"
+    annotations = workload(manifests)["spec"]["template"]["metadata"].get("annotations", {})
+    assert "checksum/kubeconfig" not in annotations
+
+
+def test_kubeconfig_enabled_without_a_secret_fails() -> None:
+    with pytest.raises(RenderError, match=r"neither kubeconfig\.secret .* nor kubeconfig\.existingSecret"):
+        render({"kubeconfig": {"enabled": True}})
+
+
+def test_notes_name_the_scrape_mode_and_the_watched_cluster() -> None:
+    assert "carries prometheus.io/scrape annotations" in render_text(notes=True)
+    podmonitor = render_text(values_files=[CHART / "ci" / "07-podmonitor-values.yaml"], notes=True)
+    assert "PodMonitor fse-fleet-status-exporter is created" in podmonitor
+    kubeconfig = render_text(values_files=[CHART / "ci" / "08-kubeconfig-values.yaml"], notes=True)
+    assert "the one of the kubeconfig in Secret hub-eu-kubeconfig" in kubeconfig

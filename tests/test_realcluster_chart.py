@@ -4,7 +4,7 @@ reading everything the chart's RBAC grants and reporting what it does not.
 
 One hub per module: the v1beta2 era's CRDs (Cluster API v1.14, ocm v1.2, the AWS provider's
 AWSMachinePool) with its example objects, and the Prometheus operator's ServiceMonitor,
-PrometheusRule and AlertmanagerConfig CRDs (the last from the same pinned module). Each install is
+PodMonitor, PrometheusRule and AlertmanagerConfig CRDs (the last from the same pinned module). Each install is
 its own Helm release (their cluster-scoped objects do not collide) and is applied server-side with
 strict field validation, as `helm install` would create it. The exporter runs as a process on the
 host, with the rendered container's arguments minus the listen address, which only makes sense in
@@ -13,6 +13,7 @@ the pod.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterator, Mapping
@@ -54,6 +55,7 @@ EXPECTED_RESOURCES = frozenset({
 })
 NAMESPACED_VALUES: dict[str, Any] = {"namespaces": WATCHED_NAMESPACES}
 MONITORING_APIS = ("monitoring.coreos.com/v1", "monitoring.coreos.com/v1alpha1")
+RBAC_KINDS = {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 
 
 class _YamlValueAsString(yaml.SafeLoader):
@@ -229,7 +231,8 @@ SCENARIOS = {
 def test_the_server_accepts_every_rendered_object(hub: Hub, scenario: str) -> None:
     values, files = SCENARIOS[scenario]
     install = hub.install(f"fse-{scenario}"[:40].rstrip("-"), values, files)
-    assert len(install.manifests) >= 5
+    kinds = {m["kind"] for m in install.manifests}
+    assert {"Service", "ServiceAccount"} <= kinds and kinds & {"Deployment", "StatefulSet"}, kinds
     assert not install.rejected, "\n".join(f"{what}: {error}" for what, error in install.rejected)
 
 
@@ -250,6 +253,15 @@ def test_the_monitoring_objects_are_stored_as_rendered(hub: Hub, scenario: str) 
         assert stored["spec"] == m["spec"], meta["name"]
         checked[m["kind"]] = checked.get(m["kind"], 0) + 1
     assert checked["AlertmanagerConfig"] == 1 and checked["PrometheusRule"] >= 2, checked
+
+
+def test_the_pod_monitor_is_stored_as_rendered(hub: Hub) -> None:
+    install = hub.install("fse-ci-07-podmonitor", *SCENARIOS["ci-07-podmonitor"])
+    assert not install.rejected, install.rejected
+    (pm,) = [m for m in install.manifests if m["kind"] == "PodMonitor"]
+    meta = pm["metadata"]
+    stored = hub.cluster.get(pm["apiVersion"], "PodMonitor", meta["namespace"], meta["name"])
+    assert stored["spec"] == pm["spec"]
 
 
 # ---- the exporter with the chart's arguments and ServiceAccount ----
@@ -298,6 +310,40 @@ def test_namespaced_the_exporter_reads_its_namespaces_only(hub: Hub) -> None:
     outside = {(n, ns) for n, labels, _ in samples if not n.startswith("fleet_status_exporter_")
                for k, ns in labels if k == "namespace" and ns not in WATCHED_NAMESPACES}
     assert not outside, sorted(outside)[:10]
+
+
+def test_a_hub_watched_through_the_chart_kubeconfig_secret(hub: Hub) -> None:
+    """Installed with kubeconfig.enabled, the chart grants nothing where it runs; the exporter reads
+    the hub through the kubeconfig of the Secret it created, whose user the hub's admin granted
+    (here: the ServiceAccount of another release, with the chart's own rules)."""
+    grants = hub.install("fse-hub-grants", {})
+    hub.await_rbac(grants, None, EXPECTED_RESOURCES)
+    issued = hub.cluster.token_kubeconfig(hub.tmp / "hub-grants.kubeconfig", RELEASE_NAMESPACE,
+                                          grants.service_account)
+    config = yaml.safe_load(issued.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    # Self-contained, as the Secret must be: the CA inline, not a path on this host.
+    cluster["certificate-authority-data"] = base64.b64encode(
+        Path(cluster.pop("certificate-authority")).read_bytes()).decode()
+    encoded = base64.b64encode(yaml.safe_dump(config).encode()).decode()
+    install = hub.install("fse-kubeconfig", {"kubeconfig": {"enabled": True, "secret": encoded}})
+    assert not install.rejected, install.rejected
+    assert not [m for m in install.manifests if m["kind"] in RBAC_KINDS]
+    (rendered,) = [m for m in install.manifests if m["kind"] == "Secret"]
+    stored = hub.cluster.get("v1", "Secret", RELEASE_NAMESPACE, rendered["metadata"]["name"])
+    mounted = hub.tmp / "kubeconfig-mount" / "config"
+    mounted.parent.mkdir(exist_ok=True)
+    mounted.write_bytes(base64.b64decode(stored["data"]["config"]))
+    # The container's arguments with the mount path on this host.
+    args = [f"--kubeconfig={mounted}" if a == "--kubeconfig=/etc/fleet-status-exporter/kubeconfig/config"
+            else a for a in install.exporter_args()]
+    assert f"--kubeconfig={mounted}" in args
+    with Exporter(hub.tmp / "kubeconfig.log", *args) as exporter:
+        exporter.wait_ready(timeout=30)
+        samples = exporter.samples()
+    assert _unsynced(samples, EXPECTED_RESOURCES) == []
+    assert _by_resource(samples, "resource_unreadable") == {}
+    assert _series(samples, "capi_cluster_info") == _names(hub.objects, "Cluster")
 
 
 # ---- a resource the chart's RBAC does not grant ----

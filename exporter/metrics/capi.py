@@ -7,13 +7,14 @@ Owns no formatting (``exposition``), no caching (``renderer``) and no condition 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from exporter.engine.controlplane import LAST_REMEDIATION_MACHINE_PRESENT
 from exporter.engine.model import (
     Cluster,
     ClusterClass,
+    Counters,
     KubeadmControlPlane,
     Machine,
     MachineDeployment,
@@ -23,7 +24,9 @@ from exporter.engine.model import (
     Ref,
 )
 from exporter.metrics.common import (
+    CounterReader,
     condition_families,
+    counter_check_families,
     counter_family,
     field_family,
     findings_family,
@@ -41,11 +44,16 @@ IDENTITY: Final[tuple[str, ...]] = ("name", "namespace", "uid", "cluster_name")
 IDENTITY_NO_CLUSTER = ("name", "namespace", "uid")
 
 REPLICA_COUNTERS = (
-    ("status_replicas", "replicas", "The number of replicas (status.replicas)."),
-    ("status_replicas_ready", "readyReplicas", "The number of ready replicas (Ready condition True)."),
-    ("status_replicas_available", "availableReplicas", "The number of available replicas."),
-    ("status_replicas_uptodate", "upToDateReplicas", "The number of up-to-date replicas."),
+    ("status_replicas", "replicas", "The number of replicas"),
+    ("status_replicas_ready", "readyReplicas", "The number of ready replicas (Ready condition True)"),
+    ("status_replicas_available", "availableReplicas", "The number of available replicas"),
+    ("status_replicas_uptodate", "upToDateReplicas", "The number of up-to-date replicas"),
 )
+# Result.counters keys (status field names) to the Counters attribute holding the reported value.
+_COUNTERS_FIELD = {
+    "desiredReplicas": "desired", "replicas": "replicas", "readyReplicas": "ready",
+    "availableReplicas": "available", "upToDateReplicas": "up_to_date",
+}
 MACHINE_PHASES = (
     "Pending", "Provisioning", "Provisioned", "Running", "Updating", "Deleting", "Deleted", "Failed",
     "Unknown",
@@ -61,11 +69,34 @@ def _ref(ref: Ref | None) -> tuple[str, str]:
     return (ref.kind, ref.name) if ref is not None else ("", "")
 
 
+def _reported(key: str, counters: Callable[[Any], Counters | None]) -> CounterReader:
+    """Reads one counter from the Counters ``counters`` gives (the object's status, v1beta2 meanings)."""
+    attr = _COUNTERS_FIELD[key]
+
+    def read(o: Any) -> int | None:
+        found = counters(o)
+        return None if found is None else getattr(found, attr)
+
+    return read
+
+
+def _own(o: KubeadmControlPlane | MachineDeployment | MachineSet | MachinePool) -> Counters:
+    return o.reported
+
+
 def _replicas(prefix: str, kind: str) -> tuple[FamilySpec, ...]:
-    return tuple(
-        counter_family(f"{prefix}_{suffix}", f"{text[:-1]} of a {kind}.", key, compat=True)
-        for suffix, key, text in REPLICA_COUNTERS
+    """The kube-state-metrics replica counters, reported else computed, and the engine's beside them."""
+    readers = [(key, _reported(key, _own)) for _, key, _ in REPLICA_COUNTERS]
+    counters = tuple(
+        counter_family(
+            f"{prefix}_{suffix}",
+            f"{text} of a {kind}: the controller's status.{key}, or the exporter's count where the "
+            f"object reports none (see {prefix}_status_replicas_computed).",
+            key, compat=True, reported=read, source=f"status.{key}, else engine",
+        )
+        for (suffix, key, text), (_, read) in zip(REPLICA_COUNTERS, readers, strict=True)
     )
+    return (*counters, *counter_check_families(prefix, kind, readers))
 
 
 def _spec_replicas(prefix: str, kind: str) -> FamilySpec:
@@ -98,16 +129,26 @@ _CLUSTER_COUNTERS = (
 )
 
 
+def _cluster_reported(part: str) -> Callable[[Any], Counters | None]:
+    attr = "reported_control_plane" if part == "controlPlane" else "reported_workers"
+    return lambda o: getattr(o, attr)
+
+
 def _cluster_counters() -> Iterable[FamilySpec]:
     parts = (("controlPlane", "controlplane", "control plane"), ("workers", "workers", "worker"))
+    checked: list[tuple[str, CounterReader]] = []
     for part, label, noun in parts:
         for suffix, key, adjective in _CLUSTER_COUNTERS:
+            reported = _reported(key, _cluster_reported(part))
+            checked.append((f"{part}.{key}", reported))
             yield counter_family(
                 f"capi_cluster_status_{label}_{suffix}",
-                f"The number of {adjective} {noun} replicas of a Cluster (status.{part}.{key}), "
-                "computed from its objects when the controller does not report it.",
-                f"{part}.{key}",
+                f"The number of {adjective} {noun} replicas of a Cluster: the controller's "
+                f"status.{part}.{key}, or the exporter's count from the Cluster's objects where the "
+                "Cluster reports none (see capi_cluster_status_replicas_computed).",
+                f"{part}.{key}", reported=reported, source=f"status.{part}.{key}, else engine",
             )
+    yield from counter_check_families("capi_cluster", "Cluster", checked)
 
 
 CLUSTER = KindSpec("Cluster", "capi_cluster", IDENTITY_NO_CLUSTER, (

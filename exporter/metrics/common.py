@@ -4,7 +4,8 @@ Owns the condition families (the kube-state-metrics state set and transition tim
 reason, computed and mismatch extensions), creation and deletion timestamps, the paused
 annotation, the object's labels and annotations as Prometheus labels (kube-state-metrics'
 ``*_labels`` / ``*_annotations``, with its label-name sanitisation and collision rule), phase
-state sets, counters read from a Result and findings. Owns no per-kind list (``capi``, ``ocm``).
+state sets, counters (reported, else computed, with the computed and mismatch extensions) and
+findings. Owns no per-kind list (``capi``, ``ocm``).
 """
 
 from __future__ import annotations
@@ -269,14 +270,81 @@ def phase_family(prefix: str, kind: str, phases: Sequence[str], *, compat: bool 
     )
 
 
-def counter_family(name: str, help_text: str, key: str, *, compat: bool = False) -> FamilySpec:
-    """A gauge read from ``Result.counters[key]``; absent while the counter is unset (never 0)."""
+CounterReader = Callable[[Any], int | None]
+"""Reads one counter as the object reports it (its status), None where the object reports none."""
 
-    def extract(s: Subject[Any]) -> Iterable[Sample]:
-        value = s.result.counters.get(key)
+
+def counter_family(
+    name: str, help_text: str, key: str, *, compat: bool = False, reported: CounterReader | None = None,
+    source: str = "",
+) -> FamilySpec:
+    """A gauge of ``Result.counters[key]``; absent while the counter is unset (never 0).
+
+    With ``reported``, the object's own value wins where it reports one, as the controller's
+    condition wins over the computed one: the engine's count is then in the ``_computed`` family.
+    """
+    source = source or f"status.{key}"
+    if reported is None:
+        def extract(s: Subject[Any]) -> Iterable[Sample]:
+            value = s.result.counters.get(key)
+            return [((), float(value))] if value is not None else []
+
+        return family(name, help_text, "gauge", (), source, extract, compat=compat, reads="result")
+
+    read = reported  # a name of its own: mypy does not carry the narrowing into the closure
+
+    def effective(s: Subject[Any]) -> Iterable[Sample]:
+        value = read(s.obj)
+        if value is None:
+            value = s.result.counters.get(key)
         return [((), float(value))] if value is not None else []
 
-    return family(name, help_text, "gauge", (), f"status.{key}", extract, compat=compat, reads="result")
+    return family(name, help_text, "gauge", (), source, effective, compat=compat)
+
+
+def counter_check_families(
+    prefix: str, kind: str, counters: Sequence[tuple[str, CounterReader]]
+) -> tuple[FamilySpec, FamilySpec]:
+    """The engine's own value of each counter of ``counters`` and where the object reports another.
+
+    The counter families show the reported value where there is one: these two keep the engine's
+    count and a disagreement (a controller lagging behind its Machines) visible. ``counter`` is the
+    status field name (``readyReplicas``, ``workers.readyReplicas``): a fixed set per kind.
+    """
+    keys = tuple(key for key, _ in counters)
+
+    def computed(s: Subject[Any]) -> Iterable[Sample]:
+        found = s.result.counters
+        out: list[Sample] = []
+        for key in keys:
+            value = found.get(key)
+            if value is not None:
+                out.append(((key,), float(value)))
+        return out
+
+    def mismatch(s: Subject[Any]) -> Iterable[Sample]:
+        found = s.result.counters
+        out: list[Sample] = []
+        for key, read in counters:
+            mine, theirs = found.get(key), read(s.obj)
+            if mine is not None and theirs is not None and mine != theirs:
+                out.append(((key,), 1.0))
+        return out
+
+    return (
+        family(
+            f"{prefix}_status_replicas_computed",
+            f"The replica counters of a {kind} as the exporter computes them from its objects, one series "
+            "per counter (status field name); absent where the exporter computes none.",
+            "gauge", ("counter",), "engine", computed, reads="result",
+        ),
+        family(
+            f"{prefix}_status_replicas_mismatch",
+            f"1 for each replica counter of a {kind} whose reported value differs from the one the "
+            "exporter computes; absent when they agree or only one side exists.",
+            "gauge", ("counter",), "engine vs status", mismatch,
+        ),
+    )
 
 
 def field_family(

@@ -26,6 +26,8 @@ Generated from `exporter/metrics/catalog.py` by `python -m exporter.metrics.docs
 A family with `yes` in the **KSM** column has the name, labels and meaning of the kube-state-metrics
 CustomResourceState configuration Cluster API ships (`capi_<kind>_*`), so existing dashboards and
 rules keep working; the others (`no`) are extensions and never change the meaning of a KSM family.
+Coming from that configuration: [migrating-from-kube-state-metrics.md](migrating-from-kube-state-metrics.md)
+says, family by family, what maps one to one, what differs and what to change in rules.
 Type `stateset` and `info` families are exposed as gauges (text format 0.0.4): a state set has one
 series per state with value 1 on the current one; an info family has value 1.
 
@@ -37,6 +39,12 @@ Conventions:
   `*_status_condition_computed` says which is which, `*_status_condition_mismatch` flags types where
   the reported and computed statuses disagree, `*_status_condition_reason` gives the reason through
   a fixed allow-list per condition type (anything else reads `{OTHER}`). Messages are never labels.
+- Replica counters follow the same rule: the value the controller reports (`status.readyReplicas`,
+  `status.workers.readyReplicas`, ... with v1beta2 meanings), else the one the exporter computes
+  from the objects (for clusters still on v1beta1, whose `readyReplicas` counts Ready Nodes, and
+  for counters a controller has not written). `*_status_replicas_computed{{counter}}` gives the
+  exporter's own count of each counter, `*_status_replicas_mismatch{{counter}}` flags counters where
+  it differs from the reported one (a controller lagging behind its Machines).
 - Counters that are unset are absent, never 0 (kube-state-metrics writes 0 for some of them).
 - Timestamps are Unix seconds; ages are `time() - <timestamp>` in PromQL.
 - Deleted objects disappear from the next scrape.

@@ -79,10 +79,12 @@ CRD_SOURCES = {
     "ocm-v1.0": CrdSource("open-cluster-management.io/api", "v1.0.0", OCM_GLOBS),
     # "applied", plus desiredTotal and updated.
     "ocm-v1.2": CrdSource("open-cluster-management.io/api", "v1.2.0", OCM_GLOBS),
-    # The Prometheus operator's ServiceMonitor and PrometheusRule, which the Helm chart can create.
+    # The Prometheus operator's ServiceMonitor, PodMonitor and PrometheusRule, which the Helm chart
+    # can create.
     "prometheus-operator": CrdSource(
         "github.com/prometheus-operator/prometheus-operator", "v0.85.0",
         ("example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml",
+         "example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml",
          "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"),
     ),
 }

@@ -186,3 +186,38 @@ httpGet:
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+Name of the Secret holding the kubeconfig, empty when the exporter uses its ServiceAccount.
+*/}}
+{{- define "fleet-status-exporter.kubeconfigSecret" -}}
+{{- if .Values.kubeconfig.enabled }}
+{{- if .Values.kubeconfig.existingSecret }}
+{{- .Values.kubeconfig.existingSecret }}
+{{- else if .Values.kubeconfig.secret }}
+{{- printf "%s-kubeconfig" (include "fleet-status-exporter.fullname" .) }}
+{{- else }}
+{{- fail "kubeconfig.enabled is true but neither kubeconfig.secret (the base64-encoded kubeconfig) nor kubeconfig.existingSecret is set" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Whether the chart grants the exporter read access in the cluster it runs in: not when it watches
+another cluster through a kubeconfig, whose user needs the grants there.
+*/}}
+{{- define "fleet-status-exporter.rbac" -}}
+{{- if and .Values.rbac.create (not .Values.kubeconfig.enabled) }}true{{ end }}
+{{- end }}
+
+{{/*
+Checks of values that exclude each other; rendered by the pod template, so every workload fails.
+*/}}
+{{- define "fleet-status-exporter.validate" -}}
+{{- if and .Values.metricAllowlist .Values.metricDenylist }}
+{{- fail (printf "metricAllowlist (%s) and metricDenylist (%s) are both set: the exporter takes one or the other; keep one of them" (join "," .Values.metricAllowlist) (join "," .Values.metricDenylist)) }}
+{{- end }}
+{{- if and .Values.prometheus.monitor.enabled .Values.prometheus.podMonitor.enabled }}
+{{- fail "prometheus.monitor.enabled and prometheus.podMonitor.enabled are both true: every pod would be scraped twice; enable one of them" }}
+{{- end }}
+{{- end }}

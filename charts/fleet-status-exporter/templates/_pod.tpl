@@ -2,17 +2,23 @@
 Pod template shared by the Deployment (single or replicated) and the StatefulSet (autosharding).
 */}}
 {{- define "fleet-status-exporter.podTemplate" -}}
+{{- include "fleet-status-exporter.validate" . -}}
 {{- $webSecret := include "fleet-status-exporter.webConfigSecret" . -}}
+{{- $kubeconfigSecret := include "fleet-status-exporter.kubeconfigSecret" . -}}
 metadata:
   labels:
     {{- include "fleet-status-exporter.labels" . | nindent 4 }}
     {{- with .Values.podLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
-  {{- if or .Values.podAnnotations (and .Values.webConfig.config (not .Values.webConfig.existingSecret)) }}
+  {{- $kubeconfigFromValues := and $kubeconfigSecret (not .Values.kubeconfig.existingSecret) }}
+  {{- if or .Values.podAnnotations (and .Values.webConfig.config (not .Values.webConfig.existingSecret)) $kubeconfigFromValues }}
   annotations:
     {{- if and .Values.webConfig.config (not .Values.webConfig.existingSecret) }}
     checksum/web-config: {{ toJson .Values.webConfig.config | sha256sum }}
+    {{- end }}
+    {{- if $kubeconfigFromValues }}
+    checksum/kubeconfig: {{ .Values.kubeconfig.secret | sha256sum }}
     {{- end }}
     {{- with .Values.podAnnotations }}
     {{- toYaml . | nindent 4 }}
@@ -59,6 +65,22 @@ spec:
         {{- end }}
         {{- if .Values.webConfig.probePort }}
         - --web.probe-address=:{{ int .Values.webConfig.probePort }}
+        {{- end }}
+        {{- if $kubeconfigSecret }}
+        - --kubeconfig={{ .Values.kubeconfig.mountPath }}/{{ .Values.kubeconfig.key }}
+        {{- end }}
+        {{- /* Quoted: regular expressions may hold what YAML reads otherwise (": ", " #"). */}}
+        {{- with .Values.metricAllowlist }}
+        - {{ printf "--metric-allowlist=%s" (join "," .) | toJson }}
+        {{- end }}
+        {{- with .Values.metricDenylist }}
+        - {{ printf "--metric-denylist=%s" (join "," .) | toJson }}
+        {{- end }}
+        {{- with .Values.metricLabelsAllowlist }}
+        - {{ printf "--metric-labels-allowlist=%s" (join "," .) | toJson }}
+        {{- end }}
+        {{- with .Values.metricAnnotationsAllowList }}
+        - {{ printf "--metric-annotations-allowlist=%s" (join "," .) | toJson }}
         {{- end }}
         {{- with .Values.extraArgs }}
         {{- toYaml . | nindent 8 }}
@@ -108,6 +130,11 @@ spec:
           mountPath: {{ .Values.webConfig.mountPath }}
           readOnly: true
         {{- end }}
+        {{- if $kubeconfigSecret }}
+        - name: kubeconfig
+          mountPath: {{ .Values.kubeconfig.mountPath }}
+          readOnly: true
+        {{- end }}
         {{- with .Values.volumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -122,6 +149,14 @@ spec:
         items:
           - key: {{ .Values.webConfig.key }}
             path: {{ .Values.webConfig.key }}
+    {{- end }}
+    {{- if $kubeconfigSecret }}
+    - name: kubeconfig
+      secret:
+        secretName: {{ $kubeconfigSecret }}
+        items:
+          - key: {{ .Values.kubeconfig.key }}
+            path: {{ .Values.kubeconfig.key }}
     {{- end }}
     {{- with .Values.volumes }}
     {{- toYaml . | nindent 4 }}
