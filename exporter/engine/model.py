@@ -262,6 +262,7 @@ class Cluster(Base):
     topology_class: str = ""  # spec.topology.classRef.name (v1beta1: spec.topology.class)
     topology_class_namespace: str = ""
     topology_version: str = ""
+    topology_upgrade_step: str = ""  # annotation topology.internal.cluster.x-k8s.io/upgrade-step
     availability_gates: tuple[Gate, ...] | None = None  # None = field unset (ClusterClass gates apply)
     control_plane_endpoint_host: str = ""
     control_plane_endpoint_port: int | None = None

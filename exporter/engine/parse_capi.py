@@ -43,6 +43,8 @@ CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
 PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
 REPLICAS_MANAGED_BY_ANNOTATION: Final = "cluster.x-k8s.io/replicas-managed-by"
+# The topology controller's upgrade step in progress: the control plane version it waits for.
+UPGRADE_STEP_ANNOTATION: Final = "topology.internal.cluster.x-k8s.io/upgrade-step"
 CLUSTER_NAME_LABEL: Final = "cluster.x-k8s.io/cluster-name"
 _V1BETA1_VERSIONS: Final = frozenset({"v1beta1", "v1alpha4", "v1alpha3"})
 # status.nodeInfo keys kept on a Machine: those the capi_machine_info metric has labels for.
@@ -159,6 +161,7 @@ def _cluster(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Cluster:
         topology_class=class_name,
         topology_class_namespace=class_namespace,
         topology_version=f.word_(raw, "spec.topology.version"),
+        topology_upgrade_step=meta.annotations.get(UPGRADE_STEP_ANNOTATION, ""),
         availability_gates=f.gates(raw, "spec.availabilityGates"),
         control_plane_endpoint_host=f.str_(raw, "spec.controlPlaneEndpoint.host"),
         control_plane_endpoint_port=f.int_(raw, "spec.controlPlaneEndpoint.port"),

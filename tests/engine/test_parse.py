@@ -359,6 +359,13 @@ def test_machine_pool_replicas_managed_externally_follows_upstreams_truthiness(
     assert p.replicas_managed_externally is managed
 
 
+def test_cluster_keeps_the_topology_upgrade_step() -> None:
+    p = project(raw("Cluster", "v1beta2", {}, spec={"topology": {"version": "v1.32.0"}},
+                    annotations={"topology.internal.cluster.x-k8s.io/upgrade-step": "v1.31.0"}))
+    assert isinstance(p, Cluster)
+    assert (p.topology_version, p.topology_upgrade_step) == ("v1.32.0", "v1.31.0")
+
+
 INFRA_CASES = [
     ("v1beta2-contract", {"conditions": [V2_COND], "initialization": {"provisioned": True}, "replicas": 2,
                           "deprecated": {"v1beta1": {"failureReason": "R"}}}, "v1beta2", True, None, "R"),
