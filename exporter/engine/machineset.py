@@ -4,8 +4,9 @@ Owns the MachineSet counters (replicas, ready/available/upToDate Machines), Scal
 ScalingDown, MachinesReady, MachinesUpToDate, Remediating, Deleting and Paused, plus the scaling
 and deleting rules MachineDeployment shares (same guards, same message shapes). A MachineSet has
 no Ready/Available condition and no phase. Machine conditions are read through the view
-(``GroupView.effective``): reported when the Machine reports v1beta2 conditions, else the
-engine's. Owns nothing about Machine internals (``machine.py``) or MachineDeployments.
+(``GroupView.as_reported``): as stored when the Machine reports v1beta2 conditions (one not
+reported yet is "not yet reported", never the engine's stand-in), else the engine's. Owns
+nothing about Machine internals (``machine.py``) or MachineDeployments.
 """
 
 from __future__ import annotations

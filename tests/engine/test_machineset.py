@@ -66,6 +66,11 @@ COUNTER_CASES: list[tuple[str, Callable[[], list[Machine]], dict[str, int | None
      {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "upToDateReplicas": 0}),
     ("not-up-to-date", lambda: [m("a", cond("UpToDate", F, "NotUpToDate"))],
      {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "upToDateReplicas": 0}),
+    # The controller counts what the Machine reports; a condition not reported yet is not True.
+    ("machine-not-reporting-ready-yet-counts-in-none",
+     lambda: [m("a"), machine("new", [c for c in HEALTHY if c.type not in ("Ready", "Available", "UpToDate")],
+                              set_name="ms1")],
+     {"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "upToDateReplicas": 1}),
 ]
 
 
@@ -136,6 +141,10 @@ AGGREGATE_CASES: list[tuple[str, Callable[[], list[Machine]], str, Status, str, 
     ("up-to-date-old-machine-without-condition-unknown",
      lambda: [machine("old", tuple(c for c in HEALTHY if c.type != "UpToDate"), set_name="ms1", age=60)],
      "MachinesUpToDate", U, "UpToDateUnknown", "* Machine old: Condition UpToDate not yet reported"),
+    ("ready-machine-not-reporting-ready-yet-listed",
+     lambda: [m("a"), machine("new", [cond("BootstrapConfigReady", F, "NotReady", "waiting")],
+                              set_name="ms1")],
+     "MachinesReady", U, "ReadyUnknown", "* Machine new: Condition Ready not yet reported"),
 ]
 
 
