@@ -29,7 +29,6 @@ MACHINES_UP_TO_DATE: Final = "MachinesUpToDate"
 DELETING: Final = "Deleting"
 NOT_DELETING: Final = "NotDeleting"
 DELETING_REASON: Final = "Deleting"
-UPDATING: Final = "Updating"
 OWNER: Final = "MachineSet"
 
 
@@ -49,8 +48,11 @@ def compute_machineset(obj: MachineSet, view: GroupView, now: float) -> Computed
 
 
 def counters(desired: int | None, view: GroupView, machines: Sequence[Machine]) -> Mapping[str, int | None]:
-    """Counts of owned Machines; one being updated in place counts in none of ready/available/upToDate."""
-    settled = [m for m in machines if not rollup.is_true(view, m, UPDATING)]
+    """Counts of owned Machines; one being updated in place counts in none of ready/available/upToDate.
+
+    Upstream reads the in-place annotations here, not the Updating condition, which may lag them.
+    """
+    settled = [m for m in machines if not m.update_in_progress]
     return {
         "desiredReplicas": desired,
         "replicas": len(machines),

@@ -303,6 +303,8 @@ class Machine(Base):
     drain_start_time: float | None = None
     failure_reason: str = ""
     failure_message: str = ""
+    # An in-place update is in progress: upstream's annotation, or its UpdateMachine hook pending.
+    update_in_progress: bool = False
 
     def __eq__(self, other: object) -> bool:  # written out: see Condition.__eq__
         if type(other) is not Machine:
@@ -328,7 +330,8 @@ class Machine(Base):
                 and self.certificates_expiry == other.certificates_expiry
                 and self.drain_start_time == other.drain_start_time
                 and self.failure_reason == other.failure_reason
-                and self.failure_message == other.failure_message)
+                and self.failure_message == other.failure_message
+                and self.update_in_progress == other.update_in_progress)
 
     def __hash__(self) -> int:
         return hash((self.meta, self.cluster_name, self.conditions, self.v1beta1_conditions, self.layout,
@@ -339,7 +342,7 @@ class Machine(Base):
                      self.infrastructure_ref, self.infrastructure_provisioned,
                      self.bootstrap_data_secret_created, self.node_name, self.node_info, self.addresses,
                      self.phase, self.certificates_expiry, self.drain_start_time, self.failure_reason,
-                     self.failure_message))
+                     self.failure_message, self.update_in_progress))
 
 
 @dataclass(frozen=True, slots=True)

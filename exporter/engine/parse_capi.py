@@ -46,6 +46,11 @@ REPLICAS_MANAGED_BY_ANNOTATION: Final = "cluster.x-k8s.io/replicas-managed-by"
 # The topology controller's upgrade step in progress: the control plane version it waits for.
 UPGRADE_STEP_ANNOTATION: Final = "topology.internal.cluster.x-k8s.io/upgrade-step"
 CLUSTER_NAME_LABEL: Final = "cluster.x-k8s.io/cluster-name"
+# Set on a Machine by its owner while an in-place update runs (CAPI v1.12+).
+UPDATE_IN_PROGRESS_ANNOTATION: Final = "in-place-updates.internal.cluster.x-k8s.io/update-in-progress"
+# Comma separated lifecycle hooks still to be called for the object.
+PENDING_HOOKS_ANNOTATION: Final = "runtime.cluster.x-k8s.io/pending-hooks"
+UPDATE_MACHINE_HOOK: Final = "UpdateMachine"
 _V1BETA1_VERSIONS: Final = frozenset({"v1beta1", "v1alpha4", "v1alpha3"})
 # status.nodeInfo keys kept on a Machine: those the capi_machine_info metric has labels for.
 NODE_INFO_KEYS: Final = frozenset(
@@ -237,7 +242,15 @@ def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
         phase=f.word_(raw, "status.phase"),
         certificates_expiry=f.time(raw, "status.certificatesExpiryDate"),
         drain_start_time=f.time(raw, "status.deletion.nodeDrainStartTime"),
+        update_in_progress=_update_in_progress(string_map(f, raw, "metadata.annotations")),
     )
+
+
+def _update_in_progress(annotations: Mapping[str, str]) -> bool:
+    """Upstream's inplace.IsUpdateInProgress: the annotation, or the UpdateMachine hook pending."""
+    if UPDATE_IN_PROGRESS_ANNOTATION in annotations:
+        return True
+    return UPDATE_MACHINE_HOOK in annotations.get(PENDING_HOOKS_ANNOTATION, "").split(",")
 
 
 def _same(value: str, known: str) -> str:
