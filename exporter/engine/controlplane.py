@@ -106,9 +106,10 @@ def last_remediation_machine_present(kcp: KubeadmControlPlane, machines: Sequenc
 
 
 def machine_up_to_date(kcp: KubeadmControlPlane, view: GroupView, machine: Machine) -> Condition | None:
-    """The Machine's UpToDate; for Machines that predate it, a version-only judgement."""
-    own = view.effective(machine.key, rollup.UP_TO_DATE)
-    if own is not None or not kcp.version or not machine.version:
+    """The Machine's UpToDate as the controller reads it (reported on a Machine with v1beta2
+    conditions); for Machines that predate them, the engine's, else a version-only judgement."""
+    own = view.as_reported(machine.key, rollup.UP_TO_DATE)
+    if own is not None or machine.has_v1beta2_conditions or not kcp.version or not machine.version:
         return own
     if machine.version == kcp.version:
         return plain(rollup.UP_TO_DATE, Status.TRUE, rollup.UP_TO_DATE)

@@ -89,6 +89,10 @@ CASES = [
          objects=[cp_machine("m1", base=base_with(
              cond("UpToDate", F, "NotUpToDate", "* Version v1.29.0, v1.30.0 required")))]),
     Case("machines-up-to-date-all", "MachinesUpToDate", ("True", "UpToDate", "")),
+    # A Machine reporting v1beta2 conditions is read as stored; version is the judge only before them.
+    Case("machines-up-to-date-v1beta2-machine-not-reporting-it-yet", "MachinesUpToDate",
+         ("Unknown", "UpToDateUnknown", "* Machine m1: Condition UpToDate not yet reported"),
+         objects=[cp_machine("m1", base=[c for c in healthy_machine_conditions() if c.type != "UpToDate"])]),
     # RollingOut
     Case("rolling-out-none", "RollingOut", ("False", "NotRollingOut", "")),
     Case("rolling-out-two-machines", "RollingOut",
