@@ -34,13 +34,13 @@ from exporter.engine.model import Base, KubeadmControlPlane, Machine, MachineDep
 #
 # Machine, audited field by field: the rules read the conditions (both layouts), layout, phase,
 # the linking labels as projected (control_plane*, set_name, deployment_name, pool_name),
-# version, providerID, nodeRef name, minReadySeconds, readiness gates, bootstrap and
-# infrastructure refs and flags, drain start, the paused annotation, creation and deletion
-# timestamps and owner references (stand-alone workers); finish reads apiVersion, uid and problems.
+# version, providerID, nodeRef name, the kubelet version (nodeInfo: UpToDate), whether an in-place
+# update is in progress, minReadySeconds, readiness gates, bootstrap and infrastructure refs and
+# flags, drain start, the paused annotation, creation and deletion timestamps and owner references
+# (stand-alone workers); finish reads apiVersion, uid and problems.
 EXPORT_ONLY: Final[Mapping[type[Base], frozenset[str]]] = {
     Machine: frozenset({
         "certificates_expiry",  # status.certificatesExpiryDate: a gauge of its own
-        "node_info",  # kubelet/kernel/OS versions: labels of capi_machine_info
         "addresses",  # capi_machine_status_addresses
         "failure_domain",  # capi_machine_info
         # MachinePool rules read the failure fields of the pool and of its infrastructure object,
