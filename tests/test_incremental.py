@@ -412,7 +412,7 @@ def test_the_harness_catches_a_rule_read_field_listed_as_export_only(
 def test_the_harness_catches_reuse_that_ignores_the_clock(
     examples: list[Base], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(evaluate_module, "machine_reads_clock", lambda _m: False)
+    monkeypatch.setattr(evaluate_module, "machine_reads_clock", lambda *_: False)
     # Only walks that move the clock past a deleting or minReadySeconds Machine's threshold see it.
     assert any(run(examples, steps=150, seed=seed, clock=True) != [] for seed in range(1, 21))
 

@@ -79,7 +79,7 @@ def reported(m: Machine, type_: str) -> Condition | None:
     return Condition(type_, old.status, reason, old.message, old.last_transition_time)
 
 
-def inputs(m: Machine, view: GroupView) -> tuple[Condition, ...]:
+def inputs(m: Machine, view: GroupView, now: float) -> tuple[Condition, ...]:
     """Every read-as-reported condition of the Machine; optional ones only when known."""
     result = [bootstrap_config_ready(m), infrastructure_ready(m), node_ready(m),
               mirror(reported(m, NODE_HEALTHY), NODE_HEALTHY)]
@@ -87,7 +87,7 @@ def inputs(m: Machine, view: GroupView) -> tuple[Condition, ...]:
                   if c is not None)
     if m.control_plane:
         result.extend(mirror(reported(m, t), t) for t in _control_plane_types(m, view))
-    up_to_date = control_plane_up_to_date(m, view) if m.control_plane else worker_up_to_date(m, view)
+    up_to_date = control_plane_up_to_date(m, view) if m.control_plane else worker_up_to_date(m, view, now)
     if up_to_date is not None:
         result.append(up_to_date)
     return tuple(result)
@@ -183,11 +183,12 @@ def deleting(m: Machine) -> Condition:
     return Condition(DELETING, Status.TRUE, DELETING_REASON, "Deletion started")
 
 
-def worker_up_to_date(m: Machine, view: GroupView) -> Condition | None:
+def worker_up_to_date(m: Machine, view: GroupView, now: float) -> Condition | None:
     """UpToDate of a MachineDeployment's Machine: its MachineSet's template against the deployment's.
 
     Reported when the Machine has it; else compared from the objects (version, bootstrap and
-    infrastructure templates), which is all the management cluster shows; None when the Machine has
+    infrastructure templates, a spec.rollout.after passed since the MachineSet was created), which
+    is all the management cluster shows; None when the Machine has
     no MachineSet and MachineDeployment (upstream sets no UpToDate then).
     """
     own = reported(m, UP_TO_DATE)
@@ -207,6 +208,9 @@ def worker_up_to_date(m: Machine, view: GroupView) -> Condition | None:
         if wanted is not None and (current is None or (current.kind, current.name) != (wanted.kind,
                                                                                         wanted.name)):
             diffs.append(f"* {wanted.kind.removesuffix('Template')} is not up-to-date")
+    after, created = md.rollout_after, ms.meta.creation_timestamp
+    if after is not None and after < now and created is not None and created < after:
+        diffs.append("* MachineDeployment spec.rolloutAfter expired")
     if diffs:
         return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE, "\n".join(diffs))
     # The Machine controller reads the Updating condition it has just set.

@@ -373,6 +373,7 @@ class MachineDeployment(Base):
     infrastructure_ref: Ref | None = None
     phase: str = ""
     reported: Counters = Counters()
+    rollout_after: float | None = None  # spec.rollout.after: Machines of older MachineSets roll out
 
 
 @dataclass(frozen=True, slots=True)

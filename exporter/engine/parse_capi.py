@@ -281,8 +281,10 @@ def _machine_deployment(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machin
     counts = _v1beta2_counts(raw, layout, f)
     if layout == "v1beta2":
         strategy, min_ready = "spec.rollout.strategy", f.int_(raw, "spec.template.spec.minReadySeconds")
+        rollout_after = f.time(raw, "spec.rollout.after")
     else:
         strategy, min_ready = "spec.strategy", f.int_(raw, "spec.minReadySeconds")
+        rollout_after = f.time(raw, "spec.rolloutAfter")
     up_to_date = counts.up_to_date
     if layout == "v1beta1":
         # updatedReplicas counts Machines built from the current template: the UpToDate meaning
@@ -304,6 +306,7 @@ def _machine_deployment(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machin
         phase=f.word_(raw, "status.phase"),
         reported=counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
                           available=counts.available, up_to_date=up_to_date),
+        rollout_after=rollout_after,
     )
 
 

@@ -111,13 +111,17 @@ def export_only_change(old: Base, new: Base, table: _Compiled | None = None) -> 
 # another Machine or the clock elsewhere must change this.
 
 
-def machine_reads_clock(m: Machine) -> bool:
+def machine_reads_clock(m: Machine, view: GroupView) -> bool:
     """Whether time alone can change what ``compute_machine`` gives for ``m``.
 
-    ``now`` is read by Available while spec.minReadySeconds is set (how long Ready has held) and by
-    Ready's deletion message (stale deletion, drain delays) while the Machine is deleting.
+    ``now`` is read by Available while spec.minReadySeconds is set (how long Ready has held), by
+    Ready's deletion message (stale deletion, drain delays) while the Machine is deleting, and by
+    UpToDate while its MachineDeployment sets spec.rollout.after.
     """
-    return m.meta.deletion_timestamp is not None or m.min_ready_seconds > 0
+    if m.meta.deletion_timestamp is not None or m.min_ready_seconds > 0:
+        return True
+    return bool(m.deployment_name) and any(
+        d.rollout_after is not None for d in view.machine_deployments if d.meta.name == m.deployment_name)
 
 
 # The rules of a MachineSet, a MachineDeployment and a KubeadmControlPlane read the object itself,

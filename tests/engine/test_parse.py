@@ -382,6 +382,16 @@ def test_machine_update_in_progress_follows_upstream(annotations: dict[str, str]
     assert p.update_in_progress is in_progress
 
 
+@pytest.mark.parametrize(("version", "spec"), [
+    ("v1beta2", {"rollout": {"after": "2026-11-20T12:00:00Z"}}),
+    ("v1beta1", {"rolloutAfter": "2026-11-20T12:00:00Z"}),
+], ids=["v1beta2-spec.rollout.after", "v1beta1-spec.rolloutAfter"])
+def test_machine_deployment_rollout_after(version: str, spec: dict[str, Any]) -> None:
+    p = project(raw("MachineDeployment", version, {}, spec=spec))
+    assert isinstance(p, MachineDeployment)
+    assert p.rollout_after == 1_795_176_000.0
+
+
 INFRA_CASES = [
     ("v1beta2-contract", {"conditions": [V2_COND], "initialization": {"provisioned": True}, "replicas": 2,
                           "deprecated": {"v1beta1": {"failureReason": "R"}}}, "v1beta2", True, None, "R"),
