@@ -4,7 +4,8 @@ Upstream's tables use a FakeControlPlane; the engine reads the control plane kin
 the port uses a KubeadmControlPlane of the same name and expects its kind in the messages. Not
 ported: the "failed to get descendants / control plane" cases (InternalError, controller state),
 and tables not listed below (phase, replica counters, RemoteConnectionProbe, InfrastructureReady,
-ControlPlaneAvailable/Initialized, Available), left for the next pass.
+ControlPlaneAvailable/Initialized), left for the next pass. TestSetAvailableCondition, like
+upstream's, summarises the conditions the Cluster carries.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from collections.abc import Iterable
 import pytest
 
 from exporter.engine.cluster import compute_cluster
+from exporter.engine.cluster_available import available
 from exporter.engine.evaluate_types import Computed
-from exporter.engine.model import Base, Condition, Machine
+from exporter.engine.model import Base, Condition, Gate, Machine
 from tests.engine.builders import (
     NOW,
     F,
     T,
     U,
     capi_view,
+    cluster_class,
     cluster_object,
     cond,
     control_plane,
@@ -180,7 +183,103 @@ def sorted_workers(names: Iterable[str]) -> list[Base]:
     return [m(n) for n in names]
 
 
+def summarised(conditions: Iterable[Condition], *, topology: bool = False, deleting: bool = False,
+               gates: tuple[Gate, ...] | None = None, class_gates: tuple[Gate, ...] | None = None) -> Computed:
+    """The Available summary of a Cluster carrying these conditions (and of its ClusterClass's gates)."""
+    obj = cluster_object(conditions=conditions, topology_class="class" if topology or class_gates else "",
+                         gates=gates, deleted_ago=1.0 if deleting else None)
+    view = capi_view(obj)
+    if class_gates is not None:
+        cc = cluster_class("class", class_gates)
+        view.cluster_classes = {(cc.meta.namespace, cc.meta.name): cc}  # type: ignore[misc]
+    return Computed(conditions=(available(obj, view, ()),), counters={})
+
+
+def foo(type_: str) -> Condition:
+    return cond(type_, T, "Foo") if type_ != "Deleting" else cond(type_, F, "Foo")
+
+
+BASE = ("InfrastructureReady", "ControlPlaneAvailable", "WorkersAvailable", "RemoteConnectionProbe", "Deleting")
+AV = "TestSetAvailableCondition"
+WORKERS_DOWN = cond("WorkersAvailable", F, "NotAvailable",
+                    "3 available replicas, at least 4 required (spec.strategy.rollout.maxUnavailable is 1, spec.replicas is 5) from MachineDeployment md1; 2 available replicas, at least 3 required (spec.strategy.rollout.maxUnavailable is 1, spec.replicas is 4) from MachinePool mp1")
+UPGRADING = cond("TopologyReconciled", F, "ClusterUpgrading",
+                 "Cluster is upgrading to v1.22.0\n  * MachineDeployment md1 upgrading to version v1.22.0")
+CC_NOT_RECONCILED = cond("TopologyReconciled", F, "ClusterClassNotReconciled",
+                         "ClusterClass not reconciled. If this condition persists please check ClusterClass status. A ClusterClass is reconciled if.status.observedGeneration == .metadata.generation is true. If this is not the case either ClusterClass reconciliation failed or the ClusterClass is paused")
+
+
+# A ClusterClass's gates apply to a Cluster with a managed topology, which also carries
+# TopologyReconciled; upstream's table hands the ClusterClass over without one.
+RECONCILED = cond("TopologyReconciled", T, "Foo")
+
+
+def with_base(*extra: Condition) -> list[Condition]:
+    replaced = {c.type for c in extra}
+    return [*(foo(t) for t in BASE if t not in replaced), *extra]
+
+
+AVAILABLE_CASES = [
+    Case(AV, "Takes into account all the required conditions", lambda: summarised([]), "Available",
+         ("Unknown", "AvailableUnknown", "* Deleting: Condition not yet reported\n"
+                                         "* RemoteConnectionProbe: Condition not yet reported\n"
+                                         "* InfrastructureReady: Condition not yet reported\n"
+                                         "* ControlPlaneAvailable: Condition not yet reported\n"
+                                         "* WorkersAvailable: Condition not yet reported")),
+    Case(AV, "TopologyReconciled is ignored when the cluster is not using CC", lambda: summarised(with_base()),
+         "Available", ("True", "Available", "")),
+    Case(AV, "Handles multiline conditions",
+         lambda: summarised(with_base(cond("Deleting", T, "WaitingForWorkersDeletion",
+                                           "* Control plane Machines: cp1, cp2, cp3\n* MachineDeployments: md1, md2\n"
+                                           "* MachineSets: ms1, ms2\n* Worker Machines: w1, w2, w3, w4, w5, ... (3 more)"))),
+         "Available", ("False", "NotAvailable", "* Deleting:\n  * Control plane Machines: cp1, cp2, cp3\n"
+                                                "  * MachineDeployments: md1, md2\n  * MachineSets: ms1, ms2\n"
+                                                "  * Worker Machines: w1, w2, w3, w4, w5, ... (3 more)")),
+    Case(AV, "TopologyReconciled is required when the cluster is using CC",
+         lambda: summarised(with_base(), topology=True), "Available",
+         ("Unknown", "AvailableUnknown", "* TopologyReconciled: Condition not yet reported")),
+    Case(AV, "Takes into account Availability gates when defined on the cluster",
+         lambda: summarised(with_base(RECONCILED, cond("MyAvailabilityGate", F, "SomeReason", "Some message"),
+                                      cond("MyAvailabilityGateWithNegativePolarity", T, "SomeReason",
+                                           "Some other message")),
+                            gates=(Gate("MyAvailabilityGate"), Gate("MyAvailabilityGateWithNegativePolarity", True)),
+                            class_gates=(Gate("MyClusterClassAvailabilityGate"),)),
+         "Available", ("False", "NotAvailable", "* MyAvailabilityGate: Some message\n"
+                                                "* MyAvailabilityGateWithNegativePolarity: Some other message")),
+    Case(AV, "Takes into account Availability gates when defined on the cluster class",
+         lambda: summarised(with_base(RECONCILED,
+                                      cond("MyClusterClassAvailabilityGate", F, "SomeReason", "Some message"),
+                                      cond("MyClusterClassAvailabilityGateWithNegativePolarity", T, "SomeReason",
+                                           "Some other message")),
+                            class_gates=(Gate("MyClusterClassAvailabilityGate"),
+                                         Gate("MyClusterClassAvailabilityGateWithNegativePolarity", True))),
+         "Available", ("False", "NotAvailable", "* MyClusterClassAvailabilityGate: Some message\n"
+                                                "* MyClusterClassAvailabilityGateWithNegativePolarity: Some other "
+                                                "message")),
+    Case(AV, "Tolerates InfraCluster and ControlPlane do not exists while the cluster is deleting",
+         lambda: summarised(with_base(cond("InfrastructureReady", F, "ObjectDeleted"),
+                                      cond("ControlPlaneAvailable", F, "ObjectDeleted"),
+                                      cond("Deleting", T, "WaitingForBeforeDeleteHook", "Some message")),
+                            deleting=True),
+         "Available", ("False", "NotAvailable", "* Deleting: Some message")),
+    Case(AV, "Surfaces message from TopologyReconciled for reason that doesn't affect availability (no other issues)",
+         lambda: summarised(with_base(UPGRADING), topology=True), "Available",
+         ("True", "Available", "* TopologyReconciled:\n  * Cluster is upgrading to v1.22.0\n"
+                               "      * MachineDeployment md1 upgrading to version v1.22.0")),
+    Case(AV, "Drops messages from TopologyReconciled for reason that doesn't affect availability (when there is another issue)",
+         lambda: summarised(with_base(WORKERS_DOWN, UPGRADING), topology=True), "Available",
+         ("False", "NotAvailable", f"* WorkersAvailable: {WORKERS_DOWN.message}")),
+    Case(AV, "Takes into account messages from TopologyReconciled for reason that affects availability (no other issues)",
+         lambda: summarised(with_base(CC_NOT_RECONCILED), topology=True), "Available",
+         ("False", "NotAvailable", f"* TopologyReconciled: {CC_NOT_RECONCILED.message}")),
+    Case(AV, "Takes into account messages from TopologyReconciled for reason that affects availability (when there is another issue)",
+         lambda: summarised(with_base(WORKERS_DOWN, CC_NOT_RECONCILED), topology=True), "Available",
+         ("False", "NotAvailable", f"* WorkersAvailable: {WORKERS_DOWN.message}\n"
+                                   f"* TopologyReconciled: {CC_NOT_RECONCILED.message}")),
+]
+
 CASES = [
+    *AVAILABLE_CASES,
     # setRollingOutCondition
     Case(ROLL, "cluster with controlplane, false if no control plane & descendants", lambda: cluster(), "RollingOut",
          ("False", "NotRollingOut", "")),
