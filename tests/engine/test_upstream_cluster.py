@@ -3,8 +3,9 @@
 Upstream's tables use a FakeControlPlane; the engine reads the control plane kind it watches, so
 the port uses a KubeadmControlPlane of the same name and expects its kind in the messages. Not
 ported: the "failed to get descendants / control plane" cases (InternalError, controller state),
-and tables not listed below (phase, replica counters, RemoteConnectionProbe, InfrastructureReady,
-ControlPlaneAvailable/Initialized), left for the next pass. TestSetAvailableCondition, like
+"invalid Available condition from control plane" (a condition without a status is not read), and
+tables not listed below (phase, replica counters, RemoteConnectionProbe, InfrastructureReady), left
+for the next pass. TestSetAvailableCondition, like
 upstream's, summarises the conditions the Cluster carries.
 """
 
@@ -278,8 +279,71 @@ AVAILABLE_CASES = [
                                    f"* TopologyReconciled: {CC_NOT_RECONCILED.message}")),
 ]
 
+def with_cp(*objects: Base, topology: bool = False, ref: bool = True, deleting: bool = False,
+            initialized: bool | None = None, conditions: Iterable[Condition] = ()) -> Computed:
+    """A Cluster referencing KubeadmControlPlane cp1 (or none), with the objects given."""
+    obj = cluster_object(cp_ref="KubeadmControlPlane/cp1" if ref else None, infra_ref=None,
+                         topology_class="class" if topology else "", deleted_ago=1.0 if deleting else None,
+                         control_plane_initialized=initialized, conditions=conditions)
+    return compute_cluster(obj, capi_view(obj, *objects), NOW)
+
+
+def cp_object(*conditions: Condition, initialized: bool | None = None) -> Base:
+    return control_plane("cp1", conditions=conditions, initialized=initialized)
+
+
+CPA, CPI = "TestSetControlPlaneAvailableCondition", "TestSetControlPlaneInitialized"
+KIND = "KubeadmControlPlane"
+CONTROL_PLANE_CASES = [
+    Case(CPA, "topology not yet reconcile", lambda: with_cp(topology=True, ref=False), "ControlPlaneAvailable",
+         ("False", "ObjectDoesNotExist", "Waiting for cluster topology to be reconciled")),
+    Case(CPA, "topology not yet reconcile, cluster deleted", lambda: with_cp(topology=True, ref=False, deleting=True),
+         "ControlPlaneAvailable", ("False", "ObjectDoesNotExist", "")),
+    Case(CPA, "mirror Available condition from control plane",
+         lambda: with_cp(cp_object(cond("Available", F, "SomeReason", "some message"))), "ControlPlaneAvailable",
+         ("False", "SomeReason", "some message")),
+    Case(CPA, "mirror Available condition from control plane (true)",
+         lambda: with_cp(cp_object(cond("Available", T, "", "some message"))), "ControlPlaneAvailable",
+         ("True", "Available", "some message")),
+    Case(CPA, "Use status.controlPlaneReady flag as a fallback Available condition from control plane is missing",
+         lambda: with_cp(cp_object(initialized=False)), "ControlPlaneAvailable",
+         ("False", "NotAvailable", f"{KIND} status.initialization.controlPlaneInitialized is false")),
+    Case(CPA, "Use status.controlPlaneReady flag as a fallback Available condition from control plane is missing (ready true)",
+         lambda: with_cp(cp_object(initialized=True), initialized=True), "ControlPlaneAvailable",
+         ("True", "Available", "")),
+    Case(CPA, "control plane that was ready not found while cluster is deleting",
+         lambda: with_cp(initialized=True, deleting=True), "ControlPlaneAvailable",
+         ("False", "ObjectDeleted", f"{KIND} has been deleted")),
+    Case(CPA, "control plane not found while cluster is deleting", lambda: with_cp(deleting=True),
+         "ControlPlaneAvailable", ("False", "ObjectDoesNotExist", f"{KIND} does not exist")),
+    Case(CPA, "control plane not found after the cluster has been initialized", lambda: with_cp(initialized=True),
+         "ControlPlaneAvailable", ("False", "ObjectDeleted", f"{KIND} has been deleted while the cluster still exists")),
+    Case(CPA, "control plane not found", lambda: with_cp(), "ControlPlaneAvailable",
+         ("False", "ObjectDoesNotExist", f"{KIND} does not exist")),
+    Case(CPI, "topology not yet reconcile", lambda: with_cp(topology=True, ref=False), "ControlPlaneInitialized",
+         ("Unknown", "ObjectDoesNotExist", "Waiting for cluster topology to be reconciled")),
+    Case(CPI, "topology not yet reconcile, cluster deleted", lambda: with_cp(topology=True, ref=False, deleting=True),
+         "ControlPlaneInitialized", ("Unknown", "ObjectDoesNotExist", "")),
+    Case(CPI, "cluster with control plane, control plane does not exist", lambda: with_cp(), "ControlPlaneInitialized",
+         ("Unknown", "ObjectDoesNotExist", f"{KIND} does not exist")),
+    Case(CPI, "cluster with control plane, not yet initialized", lambda: with_cp(cp_object()), "ControlPlaneInitialized",
+         ("False", "NotInitialized", "Control plane not yet initialized")),
+    Case(CPI, "cluster with control plane, initialized", lambda: with_cp(cp_object(initialized=True)),
+         "ControlPlaneInitialized", ("True", "Initialized", "")),
+    Case(CPI, "cluster with stand alone CP machines, no machines with a node yet", lambda: with_cp(ref=False),
+         "ControlPlaneInitialized",
+         ("False", "NotInitialized", "Waiting for the first control plane machine to have status.nodeRef set")),
+    Case(CPI, "cluster with stand alone CP machines, at least one machine with a node",
+         lambda: with_cp(m("cp1", cp=True, node_name="Foo"), ref=False), "ControlPlaneInitialized",
+         ("True", "Initialized", "")),
+    Case(CPI, "initialized never flips back to false",
+         lambda: with_cp(cp_object(initialized=False), conditions=[cond("ControlPlaneInitialized", T, "Initialized")]),
+         "ControlPlaneInitialized", ("True", "Initialized", "")),
+]
+
 CASES = [
     *AVAILABLE_CASES,
+    *CONTROL_PLANE_CASES,
     # setRollingOutCondition
     Case(ROLL, "cluster with controlplane, false if no control plane & descendants", lambda: cluster(), "RollingOut",
          ("False", "NotRollingOut", "")),
