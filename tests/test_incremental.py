@@ -470,6 +470,24 @@ def _young_machine_group() -> CapiGroup:
     ))
 
 
+def _young_deployment_machine_group() -> CapiGroup:
+    """A young Machine of a MachineDeployment: the engine judges its UpToDate from the templates,
+    but it has not reported one, so its owners leave it out of MachinesUpToDate for 10s."""
+    def meta(kind: str, name: str, **extra: Any) -> Meta:
+        return Meta(kind=kind, api_version="cluster.x-k8s.io/v1beta2", namespace="ns", name=name,
+                    uid=f"uid-{name}", **extra)
+
+    return CapiGroup(objects=(
+        Cluster(meta=meta("Cluster", "c1"), cluster_name="c1"),
+        MachineDeployment(meta=meta("MachineDeployment", "md1"), cluster_name="c1", replicas=1,
+                          version="v1.30.0"),
+        MachineSet(meta=meta("MachineSet", "ms1"), cluster_name="c1", replicas=1, deployment_name="md1",
+                   version="v1.30.0"),
+        Machine(meta=meta("Machine", "m1", creation_timestamp=NOW - 5), cluster_name="c1", set_name="ms1",
+                deployment_name="md1"),
+    ))
+
+
 def _evaluated_later(group: CapiGroup) -> tuple[list[Result], list[Result]]:
     """(reusing the first evaluation's memo, from scratch) one minute later, with the same previous."""
     results, memo = evaluate_group_reusing(group, {}, NOW, None)
@@ -480,6 +498,11 @@ def _evaluated_later(group: CapiGroup) -> tuple[list[Result], list[Result]]:
 
 def test_an_owner_is_evaluated_again_while_the_clock_matters_to_it() -> None:
     reused, fresh = _evaluated_later(_young_machine_group())
+    assert reused == fresh
+
+
+def test_an_owner_is_evaluated_again_while_its_young_machine_has_only_a_computed_up_to_date() -> None:
+    reused, fresh = _evaluated_later(_young_deployment_machine_group())
     assert reused == fresh
 
 

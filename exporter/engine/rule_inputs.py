@@ -127,10 +127,11 @@ def machine_reads_clock(m: Machine, view: GroupView) -> bool:
 # The rules of a MachineSet, a MachineDeployment and a KubeadmControlPlane read the object itself,
 # the Cluster, the Machines the view navigates to from the object (their conditions, reported and
 # computed) and, for a MachineDeployment, its MachineSets' computed counters. ``now`` is read only
-# for Machines in deletion (stale deletion messages) and for Machines too young to have UpToDate
-# (``machine_rollup.up_to_date_candidates``); a deleting KubeadmControlPlane also lists the worker
-# Machines and MachinePools. ``owner_inputs`` returns all of that, so that equal inputs mean an
-# equal Computed; a rule that starts reading anything else must add it here.
+# for Machines in deletion (stale deletion messages) and for Machines too young to have reported
+# UpToDate (``machine_rollup.up_to_date_candidates``, which reads it as reported); a deleting
+# KubeadmControlPlane also lists the worker Machines and MachinePools. ``owner_inputs`` returns all
+# of that, so that equal inputs mean an equal Computed; a rule that starts reading anything else
+# must add it here.
 _UP_TO_DATE: Final = "UpToDate"
 
 
@@ -152,7 +153,7 @@ def owner_inputs(obj: Base, view: GroupView) -> tuple[object, ...] | None:
         return None
     for m in machines:
         if m.meta.deletion_timestamp is not None or (
-            m.meta.creation_timestamp is not None and view.effective(m.key, _UP_TO_DATE) is None
+            m.meta.creation_timestamp is not None and view.as_reported(m.key, _UP_TO_DATE) is None
         ):
             return None
     return (obj, view.cluster, extra, *((m, view.computed(m.key)) for m in machines))
