@@ -488,6 +488,33 @@ def _young_deployment_machine_group() -> CapiGroup:
     ))
 
 
+def _control_plane_with_a_fresh_issue_group() -> CapiGroup:
+    """A KubeadmControlPlane whose second Machine's API server turned unhealthy 5s ago: Available
+    holds, and names that Machine only once the issue is older than 10s."""
+    def meta(kind: str, name: str, **extra: Any) -> Meta:
+        return Meta(kind=kind, api_version="cluster.x-k8s.io/v1beta2", namespace="ns", name=name,
+                    uid=f"uid-{name}", **extra)
+
+    def cp_machine(name: str, api: Status, since: float) -> Machine:
+        conditions = (Condition("APIServerPodHealthy", api, "", "", since),
+                      *(Condition(t, Status.TRUE, "", "", NOW - 600) for t in (
+                          "ControllerManagerPodHealthy", "SchedulerPodHealthy", "EtcdPodHealthy",
+                          "EtcdMemberHealthy")))
+        return Machine(meta=meta("Machine", name, labels=MappingProxyType({
+            "cluster.x-k8s.io/control-plane": "", "cluster.x-k8s.io/control-plane-name": "kcp1"})),
+            cluster_name="c1", conditions=conditions, control_plane=True, control_plane_name="kcp1",
+            provider_id=f"p-{name}", node_name=name)
+
+    return CapiGroup(objects=(
+        Cluster(meta=meta("Cluster", "c1"), cluster_name="c1"),
+        KubeadmControlPlane(meta=meta("KubeadmControlPlane", "kcp1"), cluster_name="c1", replicas=2,
+                            initialized=True,
+                            conditions=(Condition("CertificatesAvailable", Status.TRUE, "Available"),)),
+        cp_machine("m1", Status.TRUE, NOW - 600),
+        cp_machine("m2", Status.FALSE, NOW - 5),
+    ))
+
+
 def _evaluated_later(group: CapiGroup) -> tuple[list[Result], list[Result]]:
     """(reusing the first evaluation's memo, from scratch) one minute later, with the same previous."""
     results, memo = evaluate_group_reusing(group, {}, NOW, None)
@@ -504,6 +531,14 @@ def test_an_owner_is_evaluated_again_while_the_clock_matters_to_it() -> None:
 def test_an_owner_is_evaluated_again_while_its_young_machine_has_only_a_computed_up_to_date() -> None:
     reused, fresh = _evaluated_later(_young_deployment_machine_group())
     assert reused == fresh
+
+
+def test_a_control_plane_is_evaluated_again_while_a_machine_issue_is_too_fresh_to_surface() -> None:
+    reused, fresh = _evaluated_later(_control_plane_with_a_fresh_issue_group())
+    assert reused == fresh
+    available = next(r for r in fresh if r.kind == "KubeadmControlPlane").computed_condition("Available")
+    assert available is not None
+    assert available.message == "* 1 of 2 Machines has healthy control plane components, at least 1 required"
 
 
 @pytest.mark.pure_python

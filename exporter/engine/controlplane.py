@@ -61,7 +61,7 @@ def compute_kubeadmcontrolplane(kcp: KubeadmControlPlane, view: GroupView, now: 
     components = health.control_plane_components_healthy(kcp, view, machines)
     etcd = health.etcd_cluster_healthy(kcp, view, machines)
     conditions = [
-        health.available(kcp, view, machines),
+        health.available(kcp, view, machines, now),
         initialized(kcp),
         components,
         *([etcd] if etcd is not None else []),

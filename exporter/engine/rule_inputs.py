@@ -16,8 +16,16 @@ from operator import attrgetter
 from typing import Any, Final
 
 from exporter.engine.evaluate_types import GroupView
-from exporter.engine.machine_inputs import DELETION_STAGES
-from exporter.engine.model import Base, KubeadmControlPlane, Machine, MachineDeployment, MachineSet, Meta
+from exporter.engine.machine_inputs import DELETION_STAGES, ETCD_CONDITIONS, POD_CONDITIONS
+from exporter.engine.model import (
+    Base,
+    KubeadmControlPlane,
+    Machine,
+    MachineDeployment,
+    MachineSet,
+    Meta,
+    Status,
+)
 
 # Fields of a projection that nothing in the engine reads for that kind: not its own rules, not
 # the roll-ups of its owners (MachineSet, MachineDeployment, KubeadmControlPlane, MachinePool,
@@ -129,10 +137,13 @@ def machine_reads_clock(m: Machine, view: GroupView) -> bool:
 # computed) and, for a MachineDeployment, its MachineSets' computed counters. ``now`` is read only
 # for Machines in deletion (stale deletion messages) and for Machines too young to have reported
 # UpToDate (``machine_rollup.up_to_date_candidates``, which reads it as reported); a deleting
-# KubeadmControlPlane also lists the worker Machines and MachinePools. ``owner_inputs`` returns all
+# KubeadmControlPlane also lists the worker Machines and MachinePools, and a KubeadmControlPlane's
+# Available leaves a Machine's health issue out of its message for 10s (``controlplane_health``).
+# ``owner_inputs`` returns all
 # of that, so that equal inputs mean an equal Computed; a rule that starts reading anything else
 # must add it here.
 _UP_TO_DATE: Final = "UpToDate"
+_CONTROL_PLANE_HEALTH: Final = (*POD_CONDITIONS, *ETCD_CONDITIONS)
 
 
 def owner_inputs(obj: Base, view: GroupView) -> tuple[object, ...] | None:
@@ -149,6 +160,8 @@ def owner_inputs(obj: Base, view: GroupView) -> tuple[object, ...] | None:
         extra = tuple((ms, view.computed(ms.key)) for ms in view.sets_of_deployment(obj))
     elif isinstance(obj, KubeadmControlPlane) and obj.meta.deletion_timestamp is None:
         machines = view.machines_of_control_plane(obj)
+        if any(_unhealthy(view, m) for m in machines):
+            return None
     else:
         return None
     for m in machines:
@@ -157,3 +170,9 @@ def owner_inputs(obj: Base, view: GroupView) -> tuple[object, ...] | None:
         ):
             return None
     return (obj, view.cluster, extra, *((m, view.computed(m.key)) for m in machines))
+
+
+def _unhealthy(view: GroupView, m: Machine) -> bool:
+    """A control plane health condition of the Machine that is not True: time may surface it."""
+    return any((c := view.as_reported(m.key, t)) is not None and c.status is not Status.TRUE
+               for t in _CONTROL_PLANE_HEALTH)

@@ -91,7 +91,67 @@ def replicas_case() -> Computed:
 
 Status3 = type(T)
 
+def health(name: str, *, api: str = "T", etcd: str | None = "T", api_ago: float = 0.0, etcd_ago: float = 0.0
+           ) -> Machine:
+    """A provisioned control plane Machine with the pod and etcd member conditions a case gives it."""
+    by = {"T": T, "F": F, "U": U}
+    pods = [Condition("APIServerPodHealthy", by[api], "", "", NOW - api_ago),
+            *(Condition(t, T, "", "", NOW) for t in ("ControllerManagerPodHealthy", "SchedulerPodHealthy"))]
+    if etcd is not None:
+        pods += [Condition("EtcdPodHealthy", T, "", "", NOW),
+                 Condition("EtcdMemberHealthy", by[etcd], "", "", NOW - etcd_ago)]
+    return machine(name, pods, control_plane_name="kcp1", provider_id=name, node_name=name)
+
+
+def with_certificates(status: Status3 = T, *, deleting: bool = False, external_etcd: bool = False,
+                      initialized: bool | None = True) -> KubeadmControlPlane:
+    return control_plane(replicas=None, initialized=initialized, deleted_ago=1.0 if deleting else None,
+                         external_etcd=external_etcd, conditions=[cond("CertificatesAvailable", status)])
+
+
+AV = "Test_setAvailableCondition"
+COMPONENTS_2_OF_3 = "* 2 of 3 Machines have healthy control plane components, at least 1 required"
+NO_COMPONENTS = "* There are no Machines with healthy control plane components, at least 1 required"
+AVAILABLE_CASES = [
+    Case(AV, "KCP is not available, not yet initialized", lambda: run(kcp(initialized=None)), "Available",
+         ("False", "NotAvailable", "Control plane not yet initialized")),
+    Case(AV, "KCP is available (1 CP)", lambda: run(with_certificates(), [health("m1")]), "Available",
+         ("True", "Available", "")),
+    Case(AV, "KCP is available (3 CP)", lambda: run(with_certificates(), [health(n) for n in M3]), "Available",
+         ("True", "Available", "")),
+    Case(AV, "KCP is available, one not healthy etcd member, but within quorum (not reported)",
+         lambda: run(with_certificates(), [health("m1"), health("m2"), health("m3", etcd="F")]), "Available",
+         ("True", "Available", "")),
+    Case(AV, "KCP is available, one not healthy etcd member, but within quorum (reported)",
+         lambda: run(with_certificates(), [health("m1"), health("m2"), health("m3", etcd="F", etcd_ago=11)]),
+         "Available", ("True", "Available", "* 2 of 3 etcd members are healthy, at least 2 healthy member required "
+                                            f"for etcd quorum\n{COMPONENTS_2_OF_3}")),
+    Case(AV, "KCP is not available, Not enough healthy etcd members",
+         lambda: run(with_certificates(), [health("m1"), health("m2", etcd="F"), health("m3", etcd="F")]),
+         "Available", ("False", "NotAvailable", "* 1 of 3 etcd members is healthy, at least 2 healthy member "
+                                                "required for etcd quorum")),
+    Case(AV, "KCP is available, but with not healthy K8s control planes (one to be reported, one not yet)",
+         lambda: run(with_certificates(), [health("m1"), health("m2", api="F"), health("m3", api="F", api_ago=11)]),
+         "Available", ("True", "Available", COMPONENTS_2_OF_3)),
+    Case(AV, "KCP is not available, not enough healthy K8s control planes",
+         lambda: run(with_certificates(), [health(n, api="F") for n in M3]), "Available",
+         ("False", "NotAvailable", NO_COMPONENTS)),
+    Case(AV, "KCP is available, but with not healthy K8s control planes (one to be reported, one not yet) (external etcd)",
+         lambda: run(with_certificates(external_etcd=True),
+                     [health("m1", etcd=None), health("m2", api="F", etcd=None),
+                      health("m3", api="F", api_ago=11, etcd=None)]),
+         "Available", ("True", "Available", COMPONENTS_2_OF_3)),
+    Case(AV, "KCP is not available, not enough healthy K8s control planes (external etcd)",
+         lambda: run(with_certificates(external_etcd=True), [health(n, api="F", etcd=None) for n in M3]),
+         "Available", ("False", "NotAvailable", NO_COMPONENTS)),
+    Case(AV, "Certificates are not available", lambda: run(with_certificates(F), [health("m1")]), "Available",
+         ("False", "NotAvailable", "* Control plane certificates are not available")),
+    Case(AV, "KCP is deleting", lambda: run(with_certificates(deleting=True), [health("m1")]), "Available",
+         ("False", "NotAvailable", "* Control plane metadata.deletionTimestamp is set")),
+]
+
 CASES = [
+    *AVAILABLE_CASES,
     Case("TestSetReplicas", "replicas", replicas_case, "counters",
          {"replicas": 6, "readyReplicas": 3, "availableReplicas": 2, "upToDateReplicas": 4}),
     Case("Test_setInitializedCondition", "KCP not initialized", lambda: run(kcp(initialized=None)), "Initialized",
