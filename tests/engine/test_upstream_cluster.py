@@ -4,8 +4,8 @@ Upstream's tables use a FakeControlPlane; the engine reads the control plane kin
 the port uses a KubeadmControlPlane of the same name and expects its kind in the messages. Not
 ported: the "failed to get descendants / control plane" cases (InternalError, controller state),
 "invalid Available condition from control plane" (a condition without a status is not read), and
-tables not listed below (phase, replica counters, RemoteConnectionProbe, InfrastructureReady), left
-for the next pass. TestSetAvailableCondition, like
+tables not listed below (RemoteConnectionProbe, InfrastructureReady: read as reported), left for
+the next pass. TestSetAvailableCondition, like
 upstream's, summarises the conditions the Cluster carries.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from exporter.engine.cluster import compute_cluster
 from exporter.engine.cluster_available import available
 from exporter.engine.evaluate_types import Computed
-from exporter.engine.model import Base, Condition, Gate, Machine
+from exporter.engine.model import Base, Condition, Counters, Gate, Machine, Status
 from tests.engine.builders import (
     NOW,
     F,
@@ -341,7 +341,81 @@ CONTROL_PLANE_CASES = [
          "ControlPlaneInitialized", ("True", "Initialized", "")),
 ]
 
+def bare_cluster(*objects: Base, infra: bool = False, cp: bool = False, provisioned: bool | None = None,
+                 endpoint: bool = False, deleting: bool = False) -> Computed:
+    obj = cluster_object(cp_ref="KubeadmControlPlane/cp1" if cp else None,
+                         infra_ref="DockerCluster/infra1" if infra else None,
+                         infrastructure_provisioned=provisioned, deleted_ago=1.0 if deleting else None,
+                         control_plane_endpoint_host="1.2.3.4" if endpoint else "",
+                         control_plane_endpoint_port=8443 if endpoint else None)
+    return compute_cluster(obj, capi_view(obj, *objects), NOW)
+
+
+def counted(prefix: str, desired: int | None, replicas: int | None, ready: int | None, available: int | None,
+            up_to_date: int | None) -> dict[str, int | None]:
+    values = (desired, replicas, ready, available, up_to_date)
+    names = ("desiredReplicas", "replicas", "readyReplicas", "availableReplicas", "upToDateReplicas")
+    return {f"{prefix}.{n}": v for n, v in zip(names, values, strict=True)}
+
+
+def reporting(obj: Base, *values: int) -> Base:
+    return dataclasses.replace(obj, reported=Counters(*values))  # type: ignore[call-arg]
+
+
+def owned(obj: Base) -> Base:
+    return dataclasses.replace(obj, meta=owned_by(obj.meta, "Cluster", "c1"))
+
+
+def three(available: Status, ready: Status, up_to_date: Status) -> tuple[Condition, ...]:
+    return (cond("Available", available), cond("Ready", ready), cond("UpToDate", up_to_date))
+
+
+PH, CPR, WR = "TestSetPhases", "TestSetControlPlaneReplicas", "TestSetWorkersReplicas"
+COUNTER_CASES = [
+    Case(PH, "cluster not provisioned", lambda: bare_cluster(), "phase", "Pending"),
+    Case(PH, "cluster has infrastructureRef", lambda: bare_cluster(infra=True), "phase", "Provisioning"),
+    Case(PH, "cluster infrastructure is ready", lambda: bare_cluster(infra=True, provisioned=True), "phase",
+         "Provisioning"),
+    Case(PH, "cluster infrastructure is ready and ControlPlaneEndpoint is set",
+         lambda: bare_cluster(infra=True, provisioned=True, endpoint=True), "phase", "Provisioned"),
+    Case(PH, "no cluster infrastructure, control plane ready and ControlPlaneEndpoint is set",
+         lambda: bare_cluster(cp=True, provisioned=True, endpoint=True), "phase", "Provisioned"),
+    Case(PH, "cluster has deletion timestamp", lambda: bare_cluster(infra=True, provisioned=True, deleting=True),
+         "phase", "Deleting"),
+    Case(CPR, "counters should be nil for a cluster with control plane, control plane does not exist",
+         lambda: bare_cluster(cp=True), "counters", counted("controlPlane", None, None, None, None, None)),
+    Case(CPR, "counters should be nil for a cluster with control plane, but not reporting counters",
+         lambda: bare_cluster(control_plane("cp1", replicas=None), cp=True), "counters",
+         counted("controlPlane", None, None, None, None, None)),
+    Case(CPR, "set counters for cluster with control plane, reporting counters",
+         lambda: bare_cluster(reporting(control_plane("cp1"), 3, 2, 1, 2, 0), cp=True), "counters",
+         counted("controlPlane", 3, 2, 1, 2, 0)),
+    Case(CPR, "cluster with stand alone CP machines, no machines yet", lambda: bare_cluster(), "counters",
+         counted("controlPlane", None, None, None, None, None)),
+    Case(CPR, "cluster with stand alone CP machines, with machines",
+         lambda: bare_cluster(m("cp1", *three(T, T, T), cp=True), m("cp2", *three(F, T, T), cp=True),
+                              m("cp3", *three(F, F, T), cp=True), m("cp4", cp=True), m("cp5", cp=True)),
+         "counters", counted("controlPlane", 5, 5, 2, 1, 3)),
+    Case(WR, "counter should be nil there are no objects to count", lambda: bare_cluster(cp=True), "counters",
+         counted("workers", None, None, None, None, None)),
+    Case(WR, "counter should be nil if descendants are not reporting counters",
+         lambda: bare_cluster(machine_pool("mp1", None, status_replicas=None), machine_deployment("md1", None),
+                              owned(machine_set("ms1", None)), machine_set("ms2", None), m("m1"), cp=True),
+         "counters", counted("workers", None, None, None, None, None)),
+    Case(WR, "should count workers from different objects",
+         lambda: bare_cluster(reporting(machine_pool("mp1", 1), 1, 2, 3, 4, 5),
+                              reporting(machine_deployment("md1", 11), 11, 12, 13, 14, 15),
+                              reporting(owned(machine_set("ms1", 21)), 21, 22, 23, 24, 25),
+                              reporting(machine_set("ms2", 31), 31, 32, 33, 34, 35),
+                              owned(m("m1", *three(T, T, T), version="v1.31.0")),
+                              owned(m("m2", *three(T, F, F), version="v1.33.0")),
+                              owned(m("m3", *three(T, T, F), version="v1.33.0")),
+                              owned(m("m4")), m("m5", version="v1.29.0"), cp=True),
+         "counters", counted("workers", 37, 40, 41, 45, 46)),
+]
+
 CASES = [
+    *COUNTER_CASES,
     *AVAILABLE_CASES,
     *CONTROL_PLANE_CASES,
     # setRollingOutCondition

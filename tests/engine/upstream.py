@@ -24,8 +24,8 @@ class Case:
     test: str  # upstream test function
     name: str  # upstream case name
     run: Callable[[], Computed]
-    type: str  # condition type, or "counters"
-    want: Want | dict[str, int | None]
+    type: str  # condition type, "counters" or "phase"
+    want: Want | dict[str, int | None] | str
     differs: str = ""  # why the engine cannot agree (a deliberate difference), else ""
 
     @property
@@ -40,6 +40,9 @@ def params(cases: Sequence[Case]) -> list[object]:
 
 def check(case: Case) -> None:
     result = case.run()
+    if case.type == "phase":
+        assert result.phase == case.want
+        return
     if case.type == "counters":
         assert isinstance(case.want, dict)
         got = {k: result.counters.get(k) for k in case.want}
