@@ -1,7 +1,9 @@
-"""Machine status: upstream's TestSetUpdatingCondition and TestSetUpToDateCondition, ported as objects.
+"""Machine status: upstream's TestSetUpdatingCondition, TestSetUpToDateCondition and
+TestSetReadyCondition, ported as objects.
 
-Other Machine tables (bootstrap/infrastructure mirroring, Node health, Ready, Available, deletion)
-are read as reported or covered by tests/engine/test_machine.py, and left for the next pass.
+Other Machine tables (bootstrap/infrastructure mirroring, Node health, Available, deletion) read
+conditions as reported or are covered by tests/engine/test_machine.py, and are left for the next
+pass.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import pytest
 
 from exporter.engine.evaluate_types import Computed
 from exporter.engine.machine import compute_machine
-from exporter.engine.model import Base, Condition, Machine, MachineDeployment, MachineSet
-from tests.engine.builders import NOW, T, capi_view, cond, machine, machine_deployment, machine_set
+from exporter.engine.model import Base, Condition, Gate, Machine, MachineDeployment, MachineSet
+from tests.engine.builders import NOW, F, T, capi_view, cond, machine, machine_deployment, machine_set
 from tests.engine.upstream import Case, check, params
 
 IN_MEMORY = ("the reason and message of a running in-place update come from the update's reconcile, not from "
@@ -44,10 +46,72 @@ def up_to_date(m: Machine, *others: Base) -> Computed:
     return run(m, *others)
 
 
-UPD, UTD = "TestSetUpdatingCondition", "TestSetUpToDateCondition"
+UPD, UTD, RDY = "TestSetUpdatingCondition", "TestSetUpToDateCondition", "TestSetReadyCondition"
+FOO_TRUE = tuple(cond(t, T, "Foo") for t in ("BootstrapConfigReady", "InfrastructureReady", "NodeHealthy"))
+NOT_DELETING, NOT_UPDATING = cond("Deleting", F, "NotDeleting"), cond("Updating", F, "NotUpdating")
+DRAIN = ("Drain not completed yet (started at 2024-10-09T16:13:59Z):\n"
+         "* Pods with deletionTimestamp that still exist: pod-2-deletionTimestamp-set-1, "
+         "pod-2-deletionTimestamp-set-2, pod-2-deletionTimestamp-set-3, pod-3-to-trigger-eviction-successfully-1, "
+         "pod-3-to-trigger-eviction-successfully-2, ... (2 more)\n"
+         "* Pods with eviction failed:\n"
+         "  * Cannot evict pod as it would violate the pod's disruption budget. The disruption budget pod-5-pdb "
+         "needs 20 healthy pods and has 20 currently: pod-5-to-trigger-eviction-pdb-violated-1, "
+         "pod-5-to-trigger-eviction-pdb-violated-2, pod-5-to-trigger-eviction-pdb-violated-3, ... (3 more)\n"
+         "  * some other error 1: pod-6-to-trigger-eviction-some-other-error\n"
+         "  * some other error 2: pod-7-to-trigger-eviction-some-other-error\n"
+         "  * some other error 3: pod-8-to-trigger-eviction-some-other-error\n"
+         "  * some other error 4: pod-9-to-trigger-eviction-some-other-error\n"
+         "  * ... (1 more error applying to 1 Pod)")
+
+
+def ready(*conditions: Condition, **fields: object) -> Computed:
+    return run(machine("machine-test", conditions, **fields))
+
+
+READY_CASES = [
+    Case(RDY, "Accepts HealthCheckSucceeded to be missing", lambda: ready(*FOO_TRUE, NOT_DELETING, NOT_UPDATING),
+         "Ready", ("True", "Ready", "")),
+    Case(RDY, "Tolerates BootstrapConfig, InfraMachine and Node do not exists while the machine is deleting "
+              "(waiting for pre-drain hooks)",
+         lambda: ready(cond("BootstrapConfigReady", F, "ObjectDoesNotExist"),
+                       cond("InfrastructureReady", F, "ObjectDeleted"), cond("NodeHealthy", F, "NodeDeleted"),
+                       cond("Deleting", T, "WaitingForPreDrainHook", "Waiting for pre-drain hooks to succeed "
+                                                                     "(hooks: test-hook)"),
+                       NOT_UPDATING, deleted_ago=1.0),
+         "Ready", ("False", "NotReady", "* Deleting: Machine deletion in progress, stage: WaitingForPreDrainHook")),
+    Case(RDY, "Aggregates Ready condition correctly while the machine is updating",
+         lambda: ready(*FOO_TRUE, NOT_DELETING, cond("Updating", T, "InPlaceUpdating", "In-place update in progress")),
+         "Ready", ("False", "NotReady", "* Updating: In-place update in progress")),
+    Case(RDY, "Aggregates Ready condition correctly while the machine is deleting (waiting for Node drain)",
+         lambda: ready(*FOO_TRUE, cond("Deleting", T, "DrainingNode", DRAIN), NOT_UPDATING, deleted_ago=1.0),
+         "Ready", ("False", "NotReady", "* Deleting: Machine deletion in progress, stage: DrainingNode")),
+    Case(RDY, "Takes into account HealthCheckSucceeded when it exists",
+         lambda: ready(*FOO_TRUE, cond("HealthCheckSucceeded", F, "SomeReason", "Some message"), NOT_DELETING,
+                       NOT_UPDATING),
+         "Ready", ("False", "NotReady", "* HealthCheckSucceeded: Some message")),
+    Case(RDY, "Takes into account Readiness gates when defined",
+         lambda: ready(*FOO_TRUE, cond("HealthCheckSucceeded", T, "Foo"),
+                       cond("MyReadinessGate", F, "SomeReason", "Some message"),
+                       cond("MyReadinessGateGateWithNegativePolarity", T, "SomeReason", "Some other message"),
+                       NOT_DELETING, NOT_UPDATING,
+                       gates=(Gate("MyReadinessGate"), Gate("MyReadinessGateGateWithNegativePolarity", True))),
+         "Ready", ("False", "NotReady", "* MyReadinessGate: Some message\n"
+                                        "* MyReadinessGateGateWithNegativePolarity: Some other message")),
+    Case(RDY, "Groups readiness gates for control plane components and etcd member when possible and there is more "
+              "than one condition for each category",
+         lambda: ready(*FOO_TRUE, cond("HealthCheckSucceeded", T, "Foo"),
+                       cond("APIServerSomething", F, "SomeReason", "Some control plane message"),
+                       cond("ControllerManagerSomething", F, "SomeReason", "Some control plane message"),
+                       cond("EtcdSomething", F, "SomeReason", "Some etcd message"), NOT_DELETING, NOT_UPDATING,
+                       gates=(Gate("APIServerSomething"), Gate("ControllerManagerSomething"),
+                              Gate("EtcdSomething"))),
+         "Ready", ("False", "NotReady", "* Control plane components: Some control plane message\n"
+                                        "* EtcdSomething: Some etcd message")),
+]
 UPDATING = cond("Updating", T, "InPlaceUpdating")
 
 CASES = [
+    *READY_CASES,
     Case(UPD, "A machine not in-place updating is not updating", lambda: run(machine("m", ())), "Updating",
          ("False", "NotUpdating", "")),
     Case(UPD, "A machine starting in-place update is updating",
