@@ -1,9 +1,10 @@
-"""Machine status: upstream's TestSetUpdatingCondition, TestSetUpToDateCondition and
-TestSetReadyCondition, ported as objects.
+"""Machine status: upstream's TestSetUpdatingCondition, TestSetUpToDateCondition,
+TestSetReadyCondition, TestCalculateDeletingConditionForSummary (as the Deleting line of Ready) and
+TestAvailableCondition, ported as objects.
 
-Other Machine tables (bootstrap/infrastructure mirroring, Node health, Available, deletion) read
-conditions as reported or are covered by tests/engine/test_machine.py, and are left for the next
-pass.
+Upstream computes Available from the Ready condition it has just set; the port gives the Machine
+the inputs that make Ready what the case says. Other Machine tables (bootstrap/infrastructure
+mirroring, Node health) read conditions as reported and are left for the next pass.
 """
 
 from __future__ import annotations
@@ -110,8 +111,61 @@ READY_CASES = [
 ]
 UPDATING = cond("Updating", T, "InPlaceUpdating")
 
+DRAIN_SUMMARY = DRAIN_STALE = (
+    "Drain not completed yet (started at 2024-10-09T16:13:59Z):\n"
+    "* Pods pod-2-deletionTimestamp-set-1, pod-3-to-trigger-eviction-successfully-1: deletionTimestamp set, "
+    "but still not removed from the Node\n"
+    "* Pod pod-5-to-trigger-eviction-pdb-violated-1: cannot evict pod as it would violate the pod's disruption "
+    "budget. The disruption budget pod-5-pdb needs 20 healthy pods and has 20 currently\n"
+    "* Pod pod-6-to-trigger-eviction-some-other-error: failed to evict Pod, some other error 1\n"
+    "* Pod pod-9-wait-completed: waiting for completion\n"
+    "After above Pods have been removed from the Node, the following Pods will be evicted: "
+    "pod-7-eviction-later, pod-8-eviction-later")
+DEL, AVL = "TestCalculateDeletingConditionForSummary", "TestAvailableCondition"
+IN_SAME_RECONCILE = ("upstream sets Deleting in the same reconcile, before Ready; the engine, for a deleting Machine "
+                     "that reports no Deleting, computes the stage itself (\"Deleting\")")
+
+
+def deleting_ready(deleting: Condition | None, deleted_ago: float, **fields: object) -> Computed:
+    """Ready of a deleting Machine whose other inputs hold: its only line is the Deleting summary."""
+    return ready(*FOO_TRUE, *((deleting,) if deleting else ()), NOT_UPDATING, deleted_ago=deleted_ago, **fields)
+
+
+HEALTHY_INPUTS = (*FOO_TRUE, NOT_DELETING, NOT_UPDATING)
+FUTURE_READY = ("a Ready that turned True later than the clock reads (clock skew) with spec.minReadySeconds unset: "
+                "the engine counts the Machine available at once, upstream waits until that time")
+DELETING_CASES = [
+    Case(DEL, "No Deleting condition", lambda: deleting_ready(None, 1.0), "Ready",
+         ("False", "NotReady", "* Deleting: Machine deletion in progress"), differs=IN_SAME_RECONCILE),
+    Case(DEL, "Deleting condition with DrainingNode since more than 15m",
+         lambda: deleting_ready(cond("Deleting", T, "DrainingNode", DRAIN_STALE), 16 * 60.0,
+                                drain_start_time=NOW - 360),
+         "Ready", ("False", "NotReady", "* Deleting: Machine deletion in progress since more than 15m, stage: "
+                                        "DrainingNode, delay likely due to PodDisruptionBudgets, Pods not "
+                                        "terminating, Pod eviction errors, Pods not completed yet")),
+    Case(DEL, "Deleting condition with WaitingForVolumeDetach since more than 15m",
+         lambda: deleting_ready(cond("Deleting", T, "WaitingForVolumeDetach",
+                                     "Waiting for Node volumes to be detached (started at 2024-10-09T16:13:59Z)"),
+                                16 * 60.0),
+         "Ready", ("False", "NotReady", "* Deleting: Machine deletion in progress since more than 15m, stage: "
+                                        "WaitingForVolumeDetach")),
+    Case(DEL, "Deleting condition with WaitingForPreDrainHook",
+         lambda: deleting_ready(cond("Deleting", T, "WaitingForPreDrainHook",
+                                     "Waiting for pre-drain hooks to succeed (hooks: test-hook)"), 1.0),
+         "Ready", ("False", "NotReady", "* Deleting: Machine deletion in progress, stage: WaitingForPreDrainHook")),
+    Case(AVL, "Not Ready", lambda: ready(cond("Ready", F, "SomeReason"), *FOO_TRUE[:2],
+                                         cond("NodeHealthy", F, "SomeReason"), NOT_DELETING, NOT_UPDATING),
+         "Available", ("False", "NotReady", "")),
+    Case(AVL, "Ready but still waiting for MinReadySeconds",
+         lambda: ready(Condition("Ready", T, "Ready", "", NOW + 10), *HEALTHY_INPUTS), "Available",
+         ("False", "WaitingForMinReadySeconds", ""), differs=FUTURE_READY),
+    Case(AVL, "Ready and available", lambda: ready(Condition("Ready", T, "Ready", "", NOW - 10), *HEALTHY_INPUTS),
+         "Available", ("True", "Available", "")),
+]
+
 CASES = [
     *READY_CASES,
+    *DELETING_CASES,
     Case(UPD, "A machine not in-place updating is not updating", lambda: run(machine("m", ())), "Updating",
          ("False", "NotUpdating", "")),
     Case(UPD, "A machine starting in-place update is updating",
