@@ -10,10 +10,13 @@ the view (reported where the Machine has them, else the engine's).
 
 Not recomputed (read as reported): ``CertificatesAvailable`` (cluster certificate Secrets are not
 watched). Approximations, each where the input lives only in the KCP controller's memory:
-  * ScalingUp/ScalingDown "is blocked because" lines are rebuilt from objects (a deleting Machine,
-    a Cluster topology version different from spec.version, CertificatesAvailable, the health
-    conditions not True) instead of the controller's last preflight-check results; the missing
-    InfraMachineTemplate line is omitted (templates are not watched).
+  * ScalingUp/ScalingDown "is blocked because" lines are rebuilt from objects along the
+    reconcile's path to the preflight checks (none while the KCP or one of its Machines is
+    deleting; then the first failing check: Cluster topology version, CertificatesAvailable on
+    scale up, the health conditions) instead of the controller's last preflight-check results;
+    health is judged on the KCP's ControlPlaneComponentsHealthy and EtcdClusterHealthy, not per
+    Machine excluding the one picked for deletion; the missing InfraMachineTemplate line is
+    omitted (templates are not watched).
   * Deleting distinguishes WaitingForWorkersDeletion / WaitingForMachineDeletion /
     DeletionCompleted from the objects present; KCP's InternalError branch is not reproduced.
   * A control plane Machine without an ``UpToDate`` condition (CAPI < 1.9) is judged by
@@ -58,7 +61,7 @@ def compute_kubeadmcontrolplane(kcp: KubeadmControlPlane, view: GroupView, now: 
     components = health.control_plane_components_healthy(kcp, view, machines)
     etcd = health.etcd_cluster_healthy(kcp, view, machines)
     conditions = [
-        health.available(kcp, view, machines),
+        health.available(kcp, view, machines, now),
         initialized(kcp),
         components,
         *([etcd] if etcd is not None else []),
@@ -103,9 +106,10 @@ def last_remediation_machine_present(kcp: KubeadmControlPlane, machines: Sequenc
 
 
 def machine_up_to_date(kcp: KubeadmControlPlane, view: GroupView, machine: Machine) -> Condition | None:
-    """The Machine's UpToDate; for Machines that predate it, a version-only judgement."""
-    own = view.effective(machine.key, rollup.UP_TO_DATE)
-    if own is not None or not kcp.version or not machine.version:
+    """The Machine's UpToDate as the controller reads it (reported on a Machine with v1beta2
+    conditions); for Machines that predate them, the engine's, else a version-only judgement."""
+    own = view.as_reported(machine.key, rollup.UP_TO_DATE)
+    if own is not None or machine.has_v1beta2_conditions or not kcp.version or not machine.version:
         return own
     if machine.version == kcp.version:
         return plain(rollup.UP_TO_DATE, Status.TRUE, rollup.UP_TO_DATE)
@@ -143,16 +147,27 @@ def _preflight_lines(
     machines: Sequence[Machine],
     components: Condition,
     etcd: Condition | None,
+    scale_up: bool,
 ) -> list[str]:
+    """The lines of the preflight check that blocks, where the reconcile gets as far as the checks.
+
+    A deleting KubeadmControlPlane and a deleting control plane Machine (the pre-terminate hook is
+    waited for first) return before any check; with no Machines there is nothing to check. The
+    checks stop at the first that fails: topology version, certificates (scale up only), then
+    the health of control plane components and etcd (both may be named).
+    """
+    if kcp.meta.deleting or not machines or any(m.meta.deleting for m in machines):
+        return []
+    cluster = view.cluster
+    if cluster is not None and cluster.topology_version and kcp.version:
+        step = cluster.topology_upgrade_step
+        if cluster.topology_version != kcp.version and step != kcp.version:
+            return [f"* waiting for a version upgrade to {step or cluster.topology_version} to be propagated"]
+    if scale_up:
+        certificates = health.certificates_available(kcp, view)
+        if certificates is not None and certificates.status is not Status.TRUE:
+            return ["* cluster certificates are missing or unknown"]
     lines = []
-    topology_version = view.cluster.topology_version if view.cluster is not None else ""
-    if topology_version and kcp.version and topology_version != kcp.version:
-        lines.append(f"* waiting for a version upgrade to {topology_version} to be propagated")
-    if any(m.meta.deleting for m in machines):
-        lines.append("* waiting for a control plane Machine to complete deletion")
-    certificates = health.certificates_available(kcp, view)
-    if certificates is not None and certificates.status is not Status.TRUE:
-        lines.append("* cluster certificates are missing or unknown")
     if _effective(kcp, view, components).status is not Status.TRUE:
         lines.append("* waiting for control plane components to become healthy")
     if etcd is not None and _effective(kcp, view, etcd).status is not Status.TRUE:
@@ -178,7 +193,7 @@ def scaling_up(
     if current >= desired:
         return plain(SCALING_UP, Status.FALSE, NOT_SCALING_UP)
     message = f"Scaling up from {current} to {desired} replicas"
-    blocked = _preflight_lines(kcp, view, machines, components, etcd)
+    blocked = _preflight_lines(kcp, view, machines, components, etcd, scale_up=True)
     if blocked:
         message += " is blocked because:\n" + "\n".join(blocked)
     return Condition(SCALING_UP, Status.TRUE, SCALING_UP, message)
@@ -199,7 +214,7 @@ def scaling_down(
     if current <= desired:
         return plain(SCALING_DOWN, Status.FALSE, NOT_SCALING_DOWN)
     message = f"Scaling down from {current} to {desired} replicas"
-    blocked = _preflight_lines(kcp, view, machines, components, etcd)
+    blocked = _preflight_lines(kcp, view, machines, components, etcd, scale_up=False)
     stale = rollup.stale_deletion_message(view, machines, now)
     if stale:
         blocked.append(f"* {stale}")

@@ -166,14 +166,16 @@ def etcd_cluster_healthy(
                           note="etcd member", all_conditions_label="")
 
 
-def available(kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Machine]) -> Condition:
+def available(kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Machine], now: float
+              ) -> Condition:
     """KCP ``Available``, approximately: the etcd member list lives only in the workload cluster.
 
     Approximation: every CP Machine with a Node is taken to host one voting etcd member, so quorum
     is computed over those Machines and their ``EtcdMemberHealthy``; the checks that need the
     member list itself (members without a Machine, "Waiting for etcd to report the list of
-    members", learners) are not made, and issues are surfaced at once instead of after 10s. When
-    the KCP reports ``Available`` that one is the effective condition anyway.
+    members", learners) are not made. While Available holds, a Machine whose health conditions
+    turned bad less than 10s ago is still counted healthy in the message, as upstream does against
+    flakes. When the KCP reports ``Available`` that one is the effective condition anyway.
     """
     if kcp.initialized is not True:
         return Condition(AVAILABLE, Status.FALSE, NOT_AVAILABLE, "Control plane not yet initialized")
@@ -181,19 +183,24 @@ def available(kcp: KubeadmControlPlane, view: GroupView, machines: Sequence[Mach
     types = (*component_types(kcp), ETCD_MEMBER_HEALTHY) if managed else component_types(kcp)
     provisioned = [m for m in machines if m.provider_id]
     k8s_healthy = sum(1 for m in provisioned if all(_true(m, t) for t in types))
+    k8s_bad = sum(1 for m in provisioned if not all(_true(m, t) for t in types) and _surfaced(m, types, now))
     members = [m for m in machines if m.node_name]
     etcd_healthy = sum(1 for m in members if _true(m, ETCD_MEMBER_HEALTHY))
+    etcd_bad = sum(1 for m in members
+                   if not _true(m, ETCD_MEMBER_HEALTHY) and _surfaced(m, (ETCD_MEMBER_HEALTHY,), now))
     quorum = len(members) // 2 + 1
     certificates = certificates_available(kcp, view)
     certificates_ok = certificates is not None and certificates.status is Status.TRUE
     etcd_ok = not managed or etcd_healthy >= quorum
     if not kcp.meta.deleting and etcd_ok and k8s_healthy >= 1 and certificates_ok:
+        # Issues younger than 10s are not surfaced yet: those Machines count as healthy here.
         notes = []
-        if managed and etcd_healthy < len(members):
-            notes.append(_etcd_line(etcd_healthy, len(members), quorum))
-        if k8s_healthy < len(machines):
-            verb = "has" if k8s_healthy == 1 else "have"
-            notes.append(f"* {k8s_healthy} of {len(machines)} Machines {verb} healthy control plane "
+        if managed and etcd_bad:
+            notes.append(_etcd_line(len(members) - etcd_bad, len(members), quorum))
+        if k8s_bad:
+            shown = len(provisioned) - k8s_bad
+            verb = "has" if shown == 1 else "have"
+            notes.append(f"* {shown} of {len(machines)} Machines {verb} healthy control plane "
                          "components, at least 1 required")
         return Condition(AVAILABLE, Status.TRUE, AVAILABLE_REASON, "\n".join(notes))
     problems = []
@@ -217,6 +224,19 @@ def certificates_available(kcp: KubeadmControlPlane, view: GroupView) -> Conditi
 def _true(machine: Machine, type_: str) -> bool:
     c = reported(machine, type_)
     return c is not None and c.status is Status.TRUE
+
+
+SURFACE_AFTER_SECONDS = 10.0
+
+
+def _surfaced(machine: Machine, types: Sequence[str], now: float) -> bool:
+    """Whether the oldest of these conditions that is not True turned so more than 10s ago."""
+    times = [c.last_transition_time for t in types
+             if (c := reported(machine, t)) is not None and c.status is not Status.TRUE]
+    if not times:
+        return False
+    known = [t for t in times if t is not None]
+    return len(known) < len(times) or now - min(known) > SURFACE_AFTER_SECONDS
 
 
 def _etcd_line(healthy: int, total: int, quorum: int) -> str:

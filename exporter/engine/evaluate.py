@@ -152,7 +152,7 @@ def _evaluate_capi(
                 continue
             if isinstance(obj, Machine):
                 last = kept.get(obj.key)
-                if last is not None and not machine_reads_clock(obj) and (
+                if last is not None and not machine_reads_clock(obj, view) and (
                     last[0] is obj or export_only_change(last[0], obj)
                 ):
                     reused = last[1], last[2]

@@ -142,6 +142,19 @@ class GroupView:
         computed = self._computed.get(key)
         return computed.condition(type_) if computed is not None else None
 
+    def as_reported(self, key: ObjectKey, type_: str) -> Condition | None:
+        """The condition as an owner's controller reads it on the object.
+
+        An object that reports v1beta2 conditions is read as stored: one it has not reported yet is
+        None ("not yet reported" in an aggregate, not True in a count), not the engine's stand-in.
+        An object stored without them (CAPI before v1.9) is read through the engine's conditions.
+        """
+        obj = self._objects.get(key)
+        if obj is not None and obj.has_v1beta2_conditions:
+            return self._reported_by_type(key).get(type_)
+        computed = self._computed.get(key)
+        return computed.condition(type_) if computed is not None else None
+
     def _reported_by_type(self, key: ObjectKey) -> Mapping[str, Condition]:
         # Rules look conditions up hundreds of times per group: index each object's once.
         found = self._reported.get(key)

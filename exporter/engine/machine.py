@@ -68,7 +68,7 @@ PENDING, PROVISIONING, PROVISIONED, RUNNING, PHASE_UPDATING, PHASE_DELETING = (
 
 
 def compute_machine(obj: Machine, view: GroupView, now: float) -> Computed:
-    read = inputs(obj, view)
+    read = inputs(obj, view, now)
     deleting_c = deleting(obj)
     updating_c = updating(obj)
     ready = ready_condition(obj, read, deleting_c, updating_c, now)

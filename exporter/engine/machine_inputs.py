@@ -2,11 +2,13 @@
 
 Owns how a Machine's inputs are obtained: BootstrapConfigReady, InfrastructureReady, NodeReady,
 NodeHealthy, HealthCheckSucceeded, OwnerRemediated, the control plane pod/etcd conditions and
-Updating are copied from the Machine's v1beta2 conditions; when the Machine is stored only in the
+Updating are copied from the Machine's v1beta2 conditions (Updating, when not reported, from the
+in-place update annotations upstream sets); when the Machine is stored only in the
 v1beta1 layout they are derived from the v1beta1 condition with the same meaning (and from the
 bootstrapReady / infrastructureReady flags). Also owns the Deleting condition (deletion stage) and
 UpToDate for Machines that do not report it (templates of a MachineDeployment's MachineSet, or the
-version of a control plane). Owns no summary (``machine.py``).
+version of a control plane; then an in-place update or a kubelet behind spec.version). Owns no
+summary (``machine.py``).
 
 v1beta1 → v1beta2 correspondences used (status and message kept, True gets the v1beta2 reason):
 BootstrapReady → BootstrapConfigReady; InfrastructureReady, NodeHealthy, HealthCheckSucceeded,
@@ -42,6 +44,8 @@ READY_REASON, NOT_READY = "Ready", "NotReady"
 NOT_DELETING: Final = "NotDeleting"
 DELETING_REASON: Final = "Deleting"
 NOT_UPDATING: Final = "NotUpdating"
+IN_PLACE_UPDATING: Final = "InPlaceUpdating"
+UPDATING_REASON: Final = "Updating"  # UpToDate False while the Machine catches up in place
 UP_TO_DATE_REASON, NOT_UP_TO_DATE = "UpToDate", "NotUpToDate"
 
 # v1beta2 type → (v1beta1 type, reason of a True v1beta2 condition).
@@ -75,7 +79,7 @@ def reported(m: Machine, type_: str) -> Condition | None:
     return Condition(type_, old.status, reason, old.message, old.last_transition_time)
 
 
-def inputs(m: Machine, view: GroupView) -> tuple[Condition, ...]:
+def inputs(m: Machine, view: GroupView, now: float) -> tuple[Condition, ...]:
     """Every read-as-reported condition of the Machine; optional ones only when known."""
     result = [bootstrap_config_ready(m), infrastructure_ready(m), node_ready(m),
               mirror(reported(m, NODE_HEALTHY), NODE_HEALTHY)]
@@ -83,7 +87,7 @@ def inputs(m: Machine, view: GroupView) -> tuple[Condition, ...]:
                   if c is not None)
     if m.control_plane:
         result.extend(mirror(reported(m, t), t) for t in _control_plane_types(m, view))
-    up_to_date = control_plane_up_to_date(m, view) if m.control_plane else worker_up_to_date(m, view)
+    up_to_date = control_plane_up_to_date(m, view) if m.control_plane else worker_up_to_date(m, view, now)
     if up_to_date is not None:
         result.append(up_to_date)
     return tuple(result)
@@ -141,11 +145,27 @@ def node_ready(m: Machine) -> Condition:
 
 
 def updating(m: Machine) -> Condition:
-    """In-place update in progress (CAPI 1.12+); nothing reported means no update."""
+    """In-place update in progress (CAPI 1.12+): reported, else from the annotations upstream sets."""
     own = reported(m, UPDATING) if m.has_v1beta2_conditions else None
     if own is not None:
         return mirror(own, UPDATING)
+    if m.update_in_progress:
+        return Condition(UPDATING, Status.TRUE, IN_PLACE_UPDATING, "In-place update in progress")
     return plain(UPDATING, Status.FALSE, NOT_UPDATING)
+
+
+def _updating_up_to_date(m: Machine, in_progress: bool) -> Condition | None:
+    """UpToDate False ``Updating`` of a Machine whose spec is current: an in-place update running,
+    else a kubelet that does not run spec.version yet; None when neither."""
+    if in_progress:
+        c = updating(m)
+        text = c.message if c.status is Status.TRUE and c.message else "In-place update in progress"
+        return Condition(UP_TO_DATE, Status.FALSE, UPDATING_REASON, f"* {text}")
+    kubelet = m.node_info.get("kubeletVersion", "")
+    if kubelet and kubelet != m.version:
+        return Condition(UP_TO_DATE, Status.FALSE, UPDATING_REASON,
+                         f"* Node.status.nodeInfo.kubeletVersion {kubelet}, {m.version} required")
+    return None
 
 
 def deleting(m: Machine) -> Condition:
@@ -163,11 +183,12 @@ def deleting(m: Machine) -> Condition:
     return Condition(DELETING, Status.TRUE, DELETING_REASON, "Deletion started")
 
 
-def worker_up_to_date(m: Machine, view: GroupView) -> Condition | None:
+def worker_up_to_date(m: Machine, view: GroupView, now: float) -> Condition | None:
     """UpToDate of a MachineDeployment's Machine: its MachineSet's template against the deployment's.
 
     Reported when the Machine has it; else compared from the objects (version, bootstrap and
-    infrastructure templates), which is all the management cluster shows; None when the Machine has
+    infrastructure templates, a spec.rollout.after passed since the MachineSet was created), which
+    is all the management cluster shows; None when the Machine has
     no MachineSet and MachineDeployment (upstream sets no UpToDate then).
     """
     own = reported(m, UP_TO_DATE)
@@ -187,9 +208,14 @@ def worker_up_to_date(m: Machine, view: GroupView) -> Condition | None:
         if wanted is not None and (current is None or (current.kind, current.name) != (wanted.kind,
                                                                                         wanted.name)):
             diffs.append(f"* {wanted.kind.removesuffix('Template')} is not up-to-date")
+    after, created = md.rollout_after, ms.meta.creation_timestamp
+    if after is not None and after < now and created is not None and created < after:
+        diffs.append("* MachineDeployment spec.rolloutAfter expired")
     if diffs:
         return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE, "\n".join(diffs))
-    return plain(UP_TO_DATE, Status.TRUE, UP_TO_DATE_REASON)
+    # The Machine controller reads the Updating condition it has just set.
+    return _updating_up_to_date(m, updating(m).status is Status.TRUE) or plain(UP_TO_DATE, Status.TRUE,
+                                                                             UP_TO_DATE_REASON)
 
 
 def control_plane_up_to_date(m: Machine, view: GroupView) -> Condition | None:
@@ -200,7 +226,9 @@ def control_plane_up_to_date(m: Machine, view: GroupView) -> Condition | None:
     kcp = next((k for k in view.control_planes if k.meta.name == m.control_plane_name), None)
     if kcp is None or not kcp.version or not m.version:
         return None
-    if m.version == kcp.version:
-        return plain(UP_TO_DATE, Status.TRUE, UP_TO_DATE_REASON)
-    message = f"* Version {m.version}, {kcp.version} required"
-    return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE, message)
+    if m.version != kcp.version:
+        message = f"* Version {m.version}, {kcp.version} required"
+        return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE, message)
+    # The KubeadmControlPlane reads the annotations, not the Machine's Updating condition.
+    return _updating_up_to_date(m, m.update_in_progress) or plain(UP_TO_DATE, Status.TRUE,
+                                                                  UP_TO_DATE_REASON)

@@ -5,7 +5,8 @@ Owns the owner-level conditions built only from a list of Machines (``MachinesRe
 Machines by condition, and the upstream message fragments about Machines ("in deletion since more
 than 15m", "not healthy (not to be remediated by ...)"). Owns no per-kind decision: callers pass
 the target type and reasons. Reads a Machine's conditions through the view, so a Machine the
-controller reports on counts with its reported conditions and an older one with the engine's.
+controller reports on counts with its reported conditions (one it has not reported yet is "not
+yet reported", as upstream lists it) and an older one with the engine's.
 """
 
 from __future__ import annotations
@@ -47,11 +48,11 @@ _DRAIN_DELAYS: tuple[tuple[str, str], ...] = (
 
 
 def machine_condition(view: GroupView, machine: Machine, type_: str) -> Condition | None:
-    return view.effective(machine.key, type_)
+    return view.as_reported(machine.key, type_)
 
 
 def is_true(view: GroupView, machine: Machine, type_: str) -> bool:
-    c = view.effective(machine.key, type_)
+    c = view.as_reported(machine.key, type_)
     return c is not None and c.status is Status.TRUE
 
 
@@ -65,7 +66,7 @@ Lookup = Callable[[Machine], Condition | None]
 def members(view: GroupView, machines: Iterable[Machine], type_: str, lookup: Lookup | None = None
             ) -> list[Member]:
     return [
-        Member("Machine", m.meta.name, lookup(m) if lookup else view.effective(m.key, type_),
+        Member("Machine", m.meta.name, lookup(m) if lookup else view.as_reported(m.key, type_),
                control_plane=m.control_plane)
         for m in machines
     ]
@@ -93,7 +94,7 @@ def up_to_date_candidates(view: GroupView, machines: Iterable[Machine], now: flo
     """Machines to aggregate UpToDate over: skip the ones too young to have the condition yet."""
     return [
         m for m in machines
-        if view.effective(m.key, UP_TO_DATE) is not None
+        if view.as_reported(m.key, UP_TO_DATE) is not None
         or m.meta.creation_timestamp is None
         or now - m.meta.creation_timestamp > UP_TO_DATE_GRACE_SECONDS
     ]
@@ -120,7 +121,7 @@ def remediating(view: GroupView, machines: Sequence[Machine], owner: str) -> Con
 
 
 def _is_false(view: GroupView, machine: Machine, type_: str) -> bool:
-    c = view.effective(machine.key, type_)
+    c = view.as_reported(machine.key, type_)
     return c is not None and c.status is Status.FALSE
 
 
@@ -145,7 +146,7 @@ def stale_deletion_message(view: GroupView, machines: Iterable[Machine], now: fl
         if deleted_at is None or now - deleted_at <= STALE_DELETION_SECONDS:
             continue
         names.append(m.meta.name)
-        deleting = view.effective(m.key, DELETING)
+        deleting = view.as_reported(m.key, DELETING)
         draining_long = (
             deleting is not None
             and deleting.status is Status.TRUE

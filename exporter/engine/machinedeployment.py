@@ -40,7 +40,7 @@ def compute_machinedeployment(obj: MachineDeployment, view: GroupView, now: floa
         available(obj, counts["availableReplicas"]),
         machineset.scaling_up(obj.replicas, current, obj.meta.deleting),
         machineset.scaling_down(obj.replicas, current, obj.meta.deleting, view, machines, now),
-        rollup.rolling_out([view.effective(m.key, rollup.UP_TO_DATE) for m in machines]),
+        rollup.rolling_out([rollup.machine_condition(view, m, rollup.UP_TO_DATE) for m in machines]),
         machineset.machines_ready(view, machines),
         machineset.machines_up_to_date(view, machines, now),
         rollup.remediating(view, machines, OWNER),

@@ -4,8 +4,9 @@ Owns the MachineSet counters (replicas, ready/available/upToDate Machines), Scal
 ScalingDown, MachinesReady, MachinesUpToDate, Remediating, Deleting and Paused, plus the scaling
 and deleting rules MachineDeployment shares (same guards, same message shapes). A MachineSet has
 no Ready/Available condition and no phase. Machine conditions are read through the view
-(``GroupView.effective``): reported when the Machine reports v1beta2 conditions, else the
-engine's. Owns nothing about Machine internals (``machine.py``) or MachineDeployments.
+(``GroupView.as_reported``): as stored when the Machine reports v1beta2 conditions (one not
+reported yet is "not yet reported", never the engine's stand-in), else the engine's. Owns
+nothing about Machine internals (``machine.py``) or MachineDeployments.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ MACHINES_UP_TO_DATE: Final = "MachinesUpToDate"
 DELETING: Final = "Deleting"
 NOT_DELETING: Final = "NotDeleting"
 DELETING_REASON: Final = "Deleting"
-UPDATING: Final = "Updating"
 OWNER: Final = "MachineSet"
 
 
@@ -48,8 +48,11 @@ def compute_machineset(obj: MachineSet, view: GroupView, now: float) -> Computed
 
 
 def counters(desired: int | None, view: GroupView, machines: Sequence[Machine]) -> Mapping[str, int | None]:
-    """Counts of owned Machines; one being updated in place counts in none of ready/available/upToDate."""
-    settled = [m for m in machines if not rollup.is_true(view, m, UPDATING)]
+    """Counts of owned Machines; one being updated in place counts in none of ready/available/upToDate.
+
+    Upstream reads the in-place annotations here, not the Updating condition, which may lag them.
+    """
+    settled = [m for m in machines if not m.update_in_progress]
     return {
         "desiredReplicas": desired,
         "replicas": len(machines),

@@ -272,6 +272,7 @@ class Cluster(Base):
     topology_class: str = ""  # spec.topology.classRef.name (v1beta1: spec.topology.class)
     topology_class_namespace: str = ""
     topology_version: str = ""
+    topology_upgrade_step: str = ""  # annotation topology.internal.cluster.x-k8s.io/upgrade-step
     availability_gates: tuple[Gate, ...] | None = None  # None = field unset (ClusterClass gates apply)
     control_plane_endpoint_host: str = ""
     control_plane_endpoint_port: int | None = None
@@ -312,6 +313,8 @@ class Machine(Base):
     drain_start_time: float | None = None
     failure_reason: str = ""
     failure_message: str = ""
+    # An in-place update is in progress: upstream's annotation, or its UpdateMachine hook pending.
+    update_in_progress: bool = False
 
     def __eq__(self, other: object) -> bool:  # written out: see Condition.__eq__
         if type(other) is not Machine:
@@ -337,7 +340,8 @@ class Machine(Base):
                 and self.certificates_expiry == other.certificates_expiry
                 and self.drain_start_time == other.drain_start_time
                 and self.failure_reason == other.failure_reason
-                and self.failure_message == other.failure_message)
+                and self.failure_message == other.failure_message
+                and self.update_in_progress == other.update_in_progress)
 
     def __hash__(self) -> int:
         return hash((self.meta, self.cluster_name, self.conditions, self.v1beta1_conditions, self.layout,
@@ -348,7 +352,7 @@ class Machine(Base):
                      self.infrastructure_ref, self.infrastructure_provisioned,
                      self.bootstrap_data_secret_created, self.node_name, self.node_info, self.addresses,
                      self.phase, self.certificates_expiry, self.drain_start_time, self.failure_reason,
-                     self.failure_message))
+                     self.failure_message, self.update_in_progress))
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +383,7 @@ class MachineDeployment(Base):
     infrastructure_ref: Ref | None = None
     phase: str = ""
     reported: Counters = Counters()
+    rollout_after: float | None = None  # spec.rollout.after: Machines of older MachineSets roll out
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from exporter.engine.parse_capi import (
     CAPI_READERS,
     PAUSED_ANNOTATION,
     REPLICAS_MANAGED_BY_ANNOTATION,
+    UPGRADE_STEP_ANNOTATION,
     Reader,
     infra_machine_pool,
 )
@@ -47,7 +48,9 @@ INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
 OCM_KINDS: Final = frozenset(
     {"ManifestWorkReplicaSet", "ManifestWork", "ManagedCluster", "Placement", "PlacementDecision"}
 )
-KEPT_ANNOTATIONS: Final = frozenset({PAUSED_ANNOTATION, REPLICAS_MANAGED_BY_ANNOTATION})
+KEPT_ANNOTATIONS: Final = frozenset(
+    {PAUSED_ANNOTATION, REPLICAS_MANAGED_BY_ANNOTATION, UPGRADE_STEP_ANNOTATION}
+)
 KEPT_LABEL_PREFIXES: Final = (
     "cluster.x-k8s.io/",
     "work.open-cluster-management.io/",

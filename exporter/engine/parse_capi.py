@@ -43,7 +43,14 @@ CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
 PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
 REPLICAS_MANAGED_BY_ANNOTATION: Final = "cluster.x-k8s.io/replicas-managed-by"
+# The topology controller's upgrade step in progress: the control plane version it waits for.
+UPGRADE_STEP_ANNOTATION: Final = "topology.internal.cluster.x-k8s.io/upgrade-step"
 CLUSTER_NAME_LABEL: Final = "cluster.x-k8s.io/cluster-name"
+# Set on a Machine by its owner while an in-place update runs (CAPI v1.12+).
+UPDATE_IN_PROGRESS_ANNOTATION: Final = "in-place-updates.internal.cluster.x-k8s.io/update-in-progress"
+# Comma separated lifecycle hooks still to be called for the object.
+PENDING_HOOKS_ANNOTATION: Final = "runtime.cluster.x-k8s.io/pending-hooks"
+UPDATE_MACHINE_HOOK: Final = "UpdateMachine"
 _V1BETA1_VERSIONS: Final = frozenset({"v1beta1", "v1alpha4", "v1alpha3"})
 # status.nodeInfo keys kept on a Machine: those the capi_machine_info metric has labels for.
 NODE_INFO_KEYS: Final = frozenset(
@@ -159,6 +166,7 @@ def _cluster(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Cluster:
         topology_class=class_name,
         topology_class_namespace=class_namespace,
         topology_version=f.word_(raw, "spec.topology.version"),
+        topology_upgrade_step=meta.annotations.get(UPGRADE_STEP_ANNOTATION, ""),
         availability_gates=f.gates(raw, "spec.availabilityGates"),
         control_plane_endpoint_host=f.str_(raw, "spec.controlPlaneEndpoint.host"),
         control_plane_endpoint_port=f.int_(raw, "spec.controlPlaneEndpoint.port"),
@@ -234,7 +242,15 @@ def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
         phase=f.word_(raw, "status.phase"),
         certificates_expiry=f.time(raw, "status.certificatesExpiryDate"),
         drain_start_time=f.time(raw, "status.deletion.nodeDrainStartTime"),
+        update_in_progress=_update_in_progress(string_map(f, raw, "metadata.annotations")),
     )
+
+
+def _update_in_progress(annotations: Mapping[str, str]) -> bool:
+    """Upstream's inplace.IsUpdateInProgress: the annotation, or the UpdateMachine hook pending."""
+    if UPDATE_IN_PROGRESS_ANNOTATION in annotations:
+        return True
+    return UPDATE_MACHINE_HOOK in annotations.get(PENDING_HOOKS_ANNOTATION, "").split(",")
 
 
 def _same(value: str, known: str) -> str:
@@ -265,8 +281,10 @@ def _machine_deployment(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machin
     counts = _v1beta2_counts(raw, layout, f)
     if layout == "v1beta2":
         strategy, min_ready = "spec.rollout.strategy", f.int_(raw, "spec.template.spec.minReadySeconds")
+        rollout_after = f.time(raw, "spec.rollout.after")
     else:
         strategy, min_ready = "spec.strategy", f.int_(raw, "spec.minReadySeconds")
+        rollout_after = f.time(raw, "spec.rolloutAfter")
     up_to_date = counts.up_to_date
     if layout == "v1beta1":
         # updatedReplicas counts Machines built from the current template: the UpToDate meaning
@@ -288,6 +306,7 @@ def _machine_deployment(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machin
         phase=f.word_(raw, "status.phase"),
         reported=counters(desired=replicas, replicas=counts.replicas, ready=counts.ready,
                           available=counts.available, up_to_date=up_to_date),
+        rollout_after=rollout_after,
     )
 
 

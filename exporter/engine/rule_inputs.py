@@ -16,8 +16,16 @@ from operator import attrgetter
 from typing import Any, Final
 
 from exporter.engine.evaluate_types import GroupView
-from exporter.engine.machine_inputs import DELETION_STAGES
-from exporter.engine.model import Base, KubeadmControlPlane, Machine, MachineDeployment, MachineSet, Meta
+from exporter.engine.machine_inputs import DELETION_STAGES, ETCD_CONDITIONS, POD_CONDITIONS
+from exporter.engine.model import (
+    Base,
+    KubeadmControlPlane,
+    Machine,
+    MachineDeployment,
+    MachineSet,
+    Meta,
+    Status,
+)
 
 # Fields of a projection that nothing in the engine reads for that kind: not its own rules, not
 # the roll-ups of its owners (MachineSet, MachineDeployment, KubeadmControlPlane, MachinePool,
@@ -34,13 +42,13 @@ from exporter.engine.model import Base, KubeadmControlPlane, Machine, MachineDep
 #
 # Machine, audited field by field: the rules read the conditions (both layouts), layout, phase,
 # the linking labels as projected (control_plane*, set_name, deployment_name, pool_name),
-# version, providerID, nodeRef name, minReadySeconds, readiness gates, bootstrap and
-# infrastructure refs and flags, drain start, the paused annotation, creation and deletion
-# timestamps and owner references (stand-alone workers); finish reads apiVersion, uid and problems.
+# version, providerID, nodeRef name, the kubelet version (nodeInfo: UpToDate), whether an in-place
+# update is in progress, minReadySeconds, readiness gates, bootstrap and infrastructure refs and
+# flags, drain start, the paused annotation, creation and deletion timestamps and owner references
+# (stand-alone workers); finish reads apiVersion, uid and problems.
 EXPORT_ONLY: Final[Mapping[type[Base], frozenset[str]]] = {
     Machine: frozenset({
         "certificates_expiry",  # status.certificatesExpiryDate: a gauge of its own
-        "node_info",  # kubelet/kernel/OS versions: labels of capi_machine_info
         "addresses",  # capi_machine_status_addresses
         "failure_domain",  # capi_machine_info
         # MachinePool rules read the failure fields of the pool and of its infrastructure object,
@@ -113,23 +121,31 @@ def export_only_change(old: Base, new: Base, table: _Compiled | None = None) -> 
 # another Machine or the clock elsewhere must change this.
 
 
-def machine_reads_clock(m: Machine) -> bool:
+def machine_reads_clock(m: Machine, view: GroupView) -> bool:
     """Whether time alone can change what ``compute_machine`` gives for ``m``.
 
-    ``now`` is read by Available while spec.minReadySeconds is set (how long Ready has held) and by
-    Ready's deletion message (stale deletion, drain delays) while the Machine is deleting.
+    ``now`` is read by Available while spec.minReadySeconds is set (how long Ready has held), by
+    Ready's deletion message (stale deletion, drain delays) while the Machine is deleting, and by
+    UpToDate while its MachineDeployment sets spec.rollout.after.
     """
-    return m.meta.deletion_timestamp is not None or m.min_ready_seconds > 0
+    if m.meta.deletion_timestamp is not None or m.min_ready_seconds > 0:
+        return True
+    return bool(m.deployment_name) and any(
+        d.rollout_after is not None for d in view.machine_deployments if d.meta.name == m.deployment_name)
 
 
 # The rules of a MachineSet, a MachineDeployment and a KubeadmControlPlane read the object itself,
 # the Cluster, the Machines the view navigates to from the object (their conditions, reported and
 # computed) and, for a MachineDeployment, its MachineSets' computed counters. ``now`` is read only
-# for Machines in deletion (stale deletion messages) and for Machines too young to have UpToDate
-# (``machine_rollup.up_to_date_candidates``); a deleting KubeadmControlPlane also lists the worker
-# Machines and MachinePools. ``owner_inputs`` returns all of that, so that equal inputs mean an
-# equal Computed; a rule that starts reading anything else must add it here.
+# for Machines in deletion (stale deletion messages) and for Machines too young to have reported
+# UpToDate (``machine_rollup.up_to_date_candidates``, which reads it as reported); a deleting
+# KubeadmControlPlane also lists the worker Machines and MachinePools, and a KubeadmControlPlane's
+# Available leaves a Machine's health issue out of its message for 10s (``controlplane_health``).
+# ``owner_inputs`` returns all
+# of that, so that equal inputs mean an equal Computed; a rule that starts reading anything else
+# must add it here.
 _UP_TO_DATE: Final = "UpToDate"
+_CONTROL_PLANE_HEALTH: Final = (*POD_CONDITIONS, *ETCD_CONDITIONS)
 
 
 def owner_inputs(obj: Base, view: GroupView) -> tuple[object, ...] | None:
@@ -146,11 +162,19 @@ def owner_inputs(obj: Base, view: GroupView) -> tuple[object, ...] | None:
         extra = tuple((ms, view.computed(ms.key)) for ms in view.sets_of_deployment(obj))
     elif isinstance(obj, KubeadmControlPlane) and obj.meta.deletion_timestamp is None:
         machines = view.machines_of_control_plane(obj)
+        if any(_unhealthy(view, m) for m in machines):
+            return None
     else:
         return None
     for m in machines:
         if m.meta.deletion_timestamp is not None or (
-            m.meta.creation_timestamp is not None and view.effective(m.key, _UP_TO_DATE) is None
+            m.meta.creation_timestamp is not None and view.as_reported(m.key, _UP_TO_DATE) is None
         ):
             return None
     return (obj, view.cluster, extra, *((m, view.computed(m.key)) for m in machines))
+
+
+def _unhealthy(view: GroupView, m: Machine) -> bool:
+    """A control plane health condition of the Machine that is not True: time may surface it."""
+    return any((c := view.as_reported(m.key, t)) is not None and c.status is not Status.TRUE
+               for t in _CONTROL_PLANE_HEALTH)

@@ -89,6 +89,10 @@ CASES = [
          objects=[cp_machine("m1", base=base_with(
              cond("UpToDate", F, "NotUpToDate", "* Version v1.29.0, v1.30.0 required")))]),
     Case("machines-up-to-date-all", "MachinesUpToDate", ("True", "UpToDate", "")),
+    # A Machine reporting v1beta2 conditions is read as stored; version is the judge only before them.
+    Case("machines-up-to-date-v1beta2-machine-not-reporting-it-yet", "MachinesUpToDate",
+         ("Unknown", "UpToDateUnknown", "* Machine m1: Condition UpToDate not yet reported"),
+         objects=[cp_machine("m1", base=[c for c in healthy_machine_conditions() if c.type != "UpToDate"])]),
     # RollingOut
     Case("rolling-out-none", "RollingOut", ("False", "NotRollingOut", "")),
     Case("rolling-out-two-machines", "RollingOut",
@@ -107,21 +111,38 @@ CASES = [
     Case("scaling-up-not", "ScalingUp", ("False", "NotScalingUp", "")),
     Case("scaling-up-from-2-to-3", "ScalingUp", ("True", "ScalingUp", "Scaling up from 2 to 3 replicas"),
          objects=[cp_machine("m1"), cp_machine("m2")]),
-    Case("scaling-up-blocked-by-deleting-machine", "ScalingUp",
-         ("True", "ScalingUp", "Scaling up from 2 to 3 replicas is blocked because:\n"
-                               "* waiting for a control plane Machine to complete deletion"),
-         objects=[cp_machine("m1"), cp_machine("m2", deleted_ago=30.0)]),
-    Case("scaling-up-blocked-by-topology-version-and-certificates", "ScalingUp",
+    # "is blocked because" lines only where the reconcile reaches the preflight checks, and only the
+    # check they stop at: a deleting control plane Machine returns before them.
+    Case("scaling-up-not-blocked-while-a-machine-deletes", "ScalingUp",
+         ("True", "ScalingUp", "Scaling up from 2 to 3 replicas"),
+         objects=[cp_machine("m1", components=F, message="down"), cp_machine("m2", deleted_ago=30.0)]),
+    Case("scaling-up-blocked-by-topology-version-first", "ScalingUp",
          ("True", "ScalingUp", "Scaling up from 1 to 3 replicas is blocked because:\n"
-                               "* waiting for a version upgrade to v1.31.0 to be propagated\n"
-                               "* cluster certificates are missing or unknown"),
+                               "* waiting for a version upgrade to v1.31.0 to be propagated"),
          control_plane(conditions=[cond("CertificatesAvailable", F, "NotAvailable")]),
          objects=[cp_machine("m1"), cluster_object(topology_class="cc", topology_version="v1.31.0")]),
+    Case("scaling-up-topology-at-the-upgrade-step-not-blocked", "ScalingUp",
+         ("True", "ScalingUp", "Scaling up from 1 to 3 replicas"),
+         objects=[cp_machine("m1"), cluster_object(
+             topology_class="cc", topology_version="v1.32.0", topology_upgrade_step="v1.30.0")]),
+    Case("scaling-up-blocked-by-topology-names-the-upgrade-step", "ScalingUp",
+         ("True", "ScalingUp", "Scaling up from 1 to 3 replicas is blocked because:\n"
+                               "* waiting for a version upgrade to v1.31.0 to be propagated"),
+         objects=[cp_machine("m1"), cluster_object(
+             topology_class="cc", topology_version="v1.32.0", topology_upgrade_step="v1.31.0")]),
+    Case("scaling-up-blocked-by-certificates", "ScalingUp",
+         ("True", "ScalingUp", "Scaling up from 1 to 3 replicas is blocked because:\n"
+                               "* cluster certificates are missing or unknown"),
+         control_plane(conditions=[cond("CertificatesAvailable", F, "NotAvailable")]),
+         objects=[cp_machine("m1", components=F, message="down")]),
     Case("scaling-up-blocked-by-unhealthy-components-and-etcd", "ScalingUp",
          ("True", "ScalingUp", "Scaling up from 1 to 3 replicas is blocked because:\n"
                                "* waiting for control plane components to become healthy\n"
                                "* waiting for etcd cluster to become healthy"),
          objects=[cp_machine("m1", components=F, etcd=F, message="down")]),
+    Case("scaling-up-initializing-runs-no-preflight-checks", "ScalingUp",
+         ("True", "ScalingUp", "Scaling up from 0 to 3 replicas"),
+         objects=[cluster_object(topology_class="cc", topology_version="v1.31.0")]),
     # ScalingDown
     Case("scaling-down-replicas-unset", "ScalingDown",
          ("Unknown", "WaitingForReplicasSet", "Waiting for spec.replicas set"), control_plane(replicas=None)),
@@ -131,17 +152,27 @@ CASES = [
          objects=[cp_machine(f"m{i}") for i in range(1, 5)]),
     Case("scaling-down-to-0-while-deleting-with-stale-machine", "ScalingDown",
          ("True", "ScalingDown", "Scaling down from 1 to 0 replicas is blocked because:\n"
-                                 "* waiting for a control plane Machine to complete deletion\n"
                                  "* Machine m1 is in deletion since more than 15m"),
          control_plane(deleted_ago=3600.0), objects=[cp_machine("m1", deleted_ago=1800.0)]),
     Case("scaling-down-stale-machine-drain-delay", "ScalingDown",
          ("True", "ScalingDown", "Scaling down from 4 to 3 replicas is blocked because:\n"
-                                 "* waiting for a control plane Machine to complete deletion\n"
                                  "* Machine m4 is in deletion since more than 15m, delay likely due to "
                                  "PodDisruptionBudgets"),
          objects=[*three(), cp_machine("m4", deleted_ago=1800.0, drain_start_time=NOW - 600, base=base_with(
              cond("Deleting", T, "DrainingNode", "Drain not completed yet:\n* Pod a: cannot evict pod as it "
                                                  "would violate the pod's disruption budget.")))]),
+    Case("scaling-down-not-blocked-by-certificates", "ScalingDown",
+         ("True", "ScalingDown", "Scaling down from 4 to 3 replicas"),
+         control_plane(conditions=[cond("CertificatesAvailable", F, "NotAvailable")]),
+         objects=[cp_machine(f"m{i}") for i in range(1, 5)]),
+    Case("scaling-down-blocked-by-topology-version", "ScalingDown",
+         ("True", "ScalingDown", "Scaling down from 4 to 3 replicas is blocked because:\n"
+                                 "* waiting for a version upgrade to v1.31.0 to be propagated"),
+         objects=[*(cp_machine(f"m{i}", etcd=F) for i in range(1, 5)),
+                  cluster_object(topology_class="cc", topology_version="v1.31.0")]),
+    Case("scaling-down-not-blocked-while-a-machine-deletes", "ScalingDown",
+         ("True", "ScalingDown", "Scaling down from 4 to 3 replicas"),
+         objects=[*(cp_machine(f"m{i}", etcd=F) for i in range(1, 4)), cp_machine("m4", deleted_ago=60.0)]),
     # Remediating
     Case("remediating-none", "Remediating", ("False", "NotRemediating", "")),
     Case("remediating-unhealthy-not-to-be-remediated", "Remediating",

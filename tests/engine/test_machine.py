@@ -114,6 +114,9 @@ INPUT_CASES: list[tuple[str, Callable[[], Machine], str, Status, str, str | None
     ("updating-reported", lambda: machine(conditions=(*HEALTHY, cond("Updating", T, "InPlaceUpdating"))),
      "Updating", T, "InPlaceUpdating", None),
     ("updating-not-reported", lambda: machine(), "Updating", F, "NotUpdating", ""),
+    ("updating-not-reported-update-in-progress", lambda: machine(conditions=without("Updating"),
+                                                                 update_in_progress=True),
+     "Updating", T, "InPlaceUpdating", "In-place update in progress"),
     ("updating-v1beta1", lambda: machine(layout="v1beta1"), "Updating", F, "NotUpdating", ""),
 ]
 
@@ -182,6 +185,36 @@ UP_TO_DATE_CASES = [
      machine_deployment("md1", infra="new"), F, "NotUpToDate",
      "* Version v1.29.0, v1.30.0 required\n* DockerMachine is not up-to-date"),
 ]
+
+UPDATING_UP_TO_DATE_CASES: list[tuple[str, Callable[[], Machine], Status, str, str]] = [
+    ("in-place-update-in-progress", lambda: md_machine(update_in_progress=True), F, "Updating",
+     "* In-place update in progress"),
+    ("in-place-update-names-the-updating-message",
+     lambda: machine(conditions=(*without("UpToDate", "Updating"),
+                                 cond("Updating", T, "InPlaceUpdating", "Waiting for UpdateMachine")),
+                     set_name="ms1", deployment_name="md1", update_in_progress=True),
+     F, "Updating", "* Waiting for UpdateMachine"),
+    ("kubelet-version-behind",
+     lambda: md_machine(version="v1.30.0", node_info={"kubeletVersion": "v1.29.0"}),
+     F, "Updating", "* Node.status.nodeInfo.kubeletVersion v1.29.0, v1.30.0 required"),
+    ("kubelet-version-matches",
+     lambda: md_machine(version="v1.30.0", node_info={"kubeletVersion": "v1.30.0"}),
+     T, "UpToDate", ""),
+]
+
+
+@pytest.mark.parametrize(("build", "status", "reason", "message"), [c[1:] for c in UPDATING_UP_TO_DATE_CASES],
+                         ids=[c[0] for c in UPDATING_UP_TO_DATE_CASES])
+def test_worker_up_to_date_while_updating(build: Callable[[], Machine], status: Status, reason: str,
+                                          message: str) -> None:
+    expect(run(build(), machine_set("ms1", deployment_name="md1"), machine_deployment("md1")), "UpToDate",
+           status, reason, message)
+
+
+def test_control_plane_up_to_date_while_updating_in_place() -> None:
+    m = machine(layout="v1beta1", control_plane_name="kcp1", version="v1.30.0", update_in_progress=True)
+    expect(run(m, replace(kcp(), version="v1.30.0")), "UpToDate", F, "Updating",
+           "* In-place update in progress")
 
 
 @pytest.mark.parametrize(("ms", "md", "status", "reason", "message"), [c[1:] for c in UP_TO_DATE_CASES],
@@ -383,6 +416,9 @@ PHASES: list[tuple[str, Callable[[], Machine], str]] = [
      "Running"),
     ("updating", lambda: swap(cond("Updating", T, "InPlaceUpdating"), node_name="n1",
                               infrastructure_provisioned=True), "Updating"),
+    ("updating-from-annotation", lambda: machine(conditions=without("Updating"), node_name="n1",
+                                                 infrastructure_provisioned=True, update_in_progress=True),
+     "Updating"),
     ("deleting", lambda: machine(node_name="n1", infrastructure_provisioned=True, deleted_ago=5), "Deleting"),
 ]
 

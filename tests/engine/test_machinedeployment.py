@@ -179,6 +179,21 @@ def test_rollups_cover_machines_of_every_machine_set() -> None:
     expect(result, "MachinesUpToDate", T, "UpToDate", "")
 
 
+def test_young_machine_not_reporting_up_to_date_is_left_out_though_its_templates_match() -> None:
+    young = machine("young", [c for c in HEALTHY if c.type != "UpToDate"], set_name="ms1",
+                    deployment_name="md1", age=5)
+    result = evaluate(machine_deployment("md1", 1), [ms_()], [young])
+    expect(result, "MachinesUpToDate", T, "NoReplicas", "")
+
+
+def test_machines_not_reporting_ready_are_listed_as_not_yet_reported() -> None:
+    new = machine("new", [cond("BootstrapConfigReady", F, "NotReady", "waiting")], set_name="ms1",
+                  deployment_name="md1")
+    result = evaluate(machine_deployment("md1", 2), [ms_(replicas=2)], [m("a"), new])
+    expect(result, "MachinesReady", U, "ReadyUnknown", "* Machine new: Condition Ready not yet reported")
+    assert result.counters["readyReplicas"] == 1
+
+
 def test_machines_ready_without_machines() -> None:
     expect(evaluate(machine_deployment("md1", 0), [], []), "MachinesReady", T, "NoReplicas", "")
 

@@ -58,14 +58,24 @@ COUNTER_CASES: list[tuple[str, Callable[[], list[Machine]], dict[str, int | None
                                  "upToDateReplicas": 0}),
     ("ready-and-not-ready", lambda: [m("a"), m("b", cond("Ready", F), cond("Available", F))],
      {"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "upToDateReplicas": 2}),
-    ("updating-in-place-counts-in-none", lambda: [m("a"), m("b", cond("Updating", T, "InPlaceUpdating"))],
+    # A Machine being updated in place (annotation, or UpdateMachine hook pending) counts in none,
+    # whatever its conditions still say; the controller reads the annotations, not Updating.
+    ("update-in-progress-counts-in-none", lambda: [m("a"), m("b", update_in_progress=True)],
      {"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "upToDateReplicas": 1}),
+    ("updating-condition-alone-counts-as-reported",
+     lambda: [m("a"), m("b", cond("Updating", T, "InPlaceUpdating"))],
+     {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "upToDateReplicas": 2}),
     ("v1beta1-machine-uses-computed-conditions",
      lambda: [machine("old", layout="v1beta1", set_name="ms1", bootstrap_data_secret_created=True,
                       infrastructure_provisioned=True, v1beta1=[cond("NodeHealthy", T)])],
      {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "upToDateReplicas": 0}),
     ("not-up-to-date", lambda: [m("a", cond("UpToDate", F, "NotUpToDate"))],
      {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "upToDateReplicas": 0}),
+    # The controller counts what the Machine reports; a condition not reported yet is not True.
+    ("machine-not-reporting-ready-yet-counts-in-none",
+     lambda: [m("a"), machine("new", [c for c in HEALTHY if c.type not in ("Ready", "Available", "UpToDate")],
+                              set_name="ms1")],
+     {"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "upToDateReplicas": 1}),
 ]
 
 
@@ -136,6 +146,10 @@ AGGREGATE_CASES: list[tuple[str, Callable[[], list[Machine]], str, Status, str, 
     ("up-to-date-old-machine-without-condition-unknown",
      lambda: [machine("old", tuple(c for c in HEALTHY if c.type != "UpToDate"), set_name="ms1", age=60)],
      "MachinesUpToDate", U, "UpToDateUnknown", "* Machine old: Condition UpToDate not yet reported"),
+    ("ready-machine-not-reporting-ready-yet-listed",
+     lambda: [m("a"), machine("new", [cond("BootstrapConfigReady", F, "NotReady", "waiting")],
+                              set_name="ms1")],
+     "MachinesReady", U, "ReadyUnknown", "* Machine new: Condition Ready not yet reported"),
 ]
 
 

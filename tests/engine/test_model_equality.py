@@ -46,11 +46,11 @@ PAIRS: dict[type, tuple[Any, Any]] = {
         Machine(A_META, "c1", _conditions("A"), _conditions("A"), "v1beta2", 1, False, (),
                 False, "", "md", "ms", "", "v1.30.0", "docker:///a", "fd1", 0, (), None,
                 Ref("DockerMachine", "a"), True, True, "node-a", MappingProxyType({"osImage": "x"}),
-                (("InternalIP", "10.0.0.1"),), "Running", 1.0, None, "", ""),
+                (("InternalIP", "10.0.0.1"),), "Running", 1.0, None, "", "", False),
         Machine(B_META, "c2", _conditions("B"), (), "v1beta1", 2, True, ("spec.x",),
                 True, "kcp", "md2", "ms2", "mp", "v1.31.0", "docker:///b", "fd2", 5,
                 (Gate("Custom"),), Ref("KubeadmConfig", "b"), None, False, None, "node-b",
-                MappingProxyType({}), (), "Provisioning", None, 2.0, "Failed", "boom"),
+                MappingProxyType({}), (), "Provisioning", None, 2.0, "Failed", "boom", True),
     ),
     Result: (
         Result(("Machine", "ns", "a"), "cluster.x-k8s.io/v1beta2", "u1", "c1", _conditions("A"),

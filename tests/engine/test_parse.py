@@ -359,6 +359,39 @@ def test_machine_pool_replicas_managed_externally_follows_upstreams_truthiness(
     assert p.replicas_managed_externally is managed
 
 
+def test_cluster_keeps_the_topology_upgrade_step() -> None:
+    p = project(raw("Cluster", "v1beta2", {}, spec={"topology": {"version": "v1.32.0"}},
+                    annotations={"topology.internal.cluster.x-k8s.io/upgrade-step": "v1.31.0"}))
+    assert isinstance(p, Cluster)
+    assert (p.topology_version, p.topology_upgrade_step) == ("v1.32.0", "v1.31.0")
+
+
+# Upstream's inplace.IsUpdateInProgress: the update-in-progress annotation (any value), or
+# UpdateMachine among the comma separated pending hooks.
+@pytest.mark.parametrize(("annotations", "in_progress"), [
+    ({}, False),
+    ({"in-place-updates.internal.cluster.x-k8s.io/update-in-progress": ""}, True),
+    ({"runtime.cluster.x-k8s.io/pending-hooks": "UpdateMachine"}, True),
+    ({"runtime.cluster.x-k8s.io/pending-hooks": "BeforeClusterUpgrade,UpdateMachine"}, True),
+    ({"runtime.cluster.x-k8s.io/pending-hooks": "BeforeClusterUpgrade"}, False),
+    ({"runtime.cluster.x-k8s.io/pending-hooks": "UpdateMachines"}, False),
+], ids=["none", "annotation", "hook-pending", "hook-among-others", "other-hook", "similar-name"])
+def test_machine_update_in_progress_follows_upstream(annotations: dict[str, str], in_progress: bool) -> None:
+    p = project(raw("Machine", "v1beta2", {}, spec={"clusterName": "c1"}, annotations=annotations))
+    assert isinstance(p, Machine)
+    assert p.update_in_progress is in_progress
+
+
+@pytest.mark.parametrize(("version", "spec"), [
+    ("v1beta2", {"rollout": {"after": "2026-11-20T12:00:00Z"}}),
+    ("v1beta1", {"rolloutAfter": "2026-11-20T12:00:00Z"}),
+], ids=["v1beta2-spec.rollout.after", "v1beta1-spec.rolloutAfter"])
+def test_machine_deployment_rollout_after(version: str, spec: dict[str, Any]) -> None:
+    p = project(raw("MachineDeployment", version, {}, spec=spec))
+    assert isinstance(p, MachineDeployment)
+    assert p.rollout_after == 1_795_176_000.0
+
+
 INFRA_CASES = [
     ("v1beta2-contract", {"conditions": [V2_COND], "initialization": {"provisioned": True}, "replicas": 2,
                           "deprecated": {"v1beta1": {"failureReason": "R"}}}, "v1beta2", True, None, "R"),
