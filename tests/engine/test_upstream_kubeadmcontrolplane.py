@@ -28,20 +28,11 @@ from tests.engine.builders import (
     cp_machine,
     machine,
 )
-from tests.engine.upstream import Case, check, params
+from tests.engine.upstream import DRAIN, Case, check, params
 
 TEMPLATE = "the KubeadmControlPlane's infrastructure machine template is not watched"
 PREFLIGHT = ("preflight-check results live in controller memory, and the reconcile stops at the first "
              "failing check, so no reconcile sets them all at once")
-DRAIN = ("Drain not completed yet (started at 2024-10-09T16:13:59Z):\n"
-         "* Pods pod-2-deletionTimestamp-set-1, pod-3-to-trigger-eviction-successfully-1: deletionTimestamp "
-         "set, but still not removed from the Node\n"
-         "* Pod pod-5-to-trigger-eviction-pdb-violated-1: cannot evict pod as it would violate the pod's "
-         "disruption budget. The disruption budget pod-5-pdb needs 20 healthy pods and has 20 currently\n"
-         "* Pod pod-6-to-trigger-eviction-some-other-error: failed to evict Pod, some other error 1\n"
-         "* Pod pod-9-wait-completed: waiting for completion\n"
-         "After above Pods have been removed from the Node, the following Pods will be evicted: "
-         "pod-7-eviction-later, pod-8-eviction-later")
 
 
 def kcp(replicas: int | None = None, deleting: bool = False, initialized: bool | None = True

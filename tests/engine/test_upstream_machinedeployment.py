@@ -16,19 +16,10 @@ from exporter.engine.machine import compute_machine
 from exporter.engine.machinedeployment import compute_machinedeployment
 from exporter.engine.model import Condition, Counters, Machine, MachineSet
 from tests.engine.builders import NOW, F, T, U, capi_view, cond, machine, machine_deployment, machine_set
-from tests.engine.upstream import Case, check, params
+from tests.engine.upstream import DRAIN, Case, check, params
 
 STALE = 3600.0
 TEMPLATES = "the MachineDeployment's bootstrap and infrastructure templates are not watched"
-DRAIN = ("Drain not completed yet (started at 2024-10-09T16:13:59Z):\n"
-         "* Pods pod-2-deletionTimestamp-set-1, pod-3-to-trigger-eviction-successfully-1: deletionTimestamp "
-         "set, but still not removed from the Node\n"
-         "* Pod pod-5-to-trigger-eviction-pdb-violated-1: cannot evict pod as it would violate the pod's "
-         "disruption budget. The disruption budget pod-5-pdb needs 20 healthy pods and has 20 currently\n"
-         "* Pod pod-6-to-trigger-eviction-some-other-error: failed to evict Pod, some other error 1\n"
-         "* Pod pod-9-wait-completed: waiting for completion\n"
-         "After above Pods have been removed from the Node, the following Pods will be evicted: "
-         "pod-7-eviction-later, pod-8-eviction-later")
 
 
 def fake_set(name: str, replicas: int | None = None, ready: int | None = None, available: int | None = None,

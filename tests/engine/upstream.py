@@ -18,6 +18,18 @@ from exporter.engine.evaluate_types import Computed
 
 Want = tuple[str, str, str]  # status, reason, message
 
+# The drain report upstream's MachineSet, MachineDeployment and KubeadmControlPlane tables give a
+# draining Machine's Deleting condition.
+DRAIN = ("Drain not completed yet (started at 2024-10-09T16:13:59Z):\n"
+         "* Pods pod-2-deletionTimestamp-set-1, pod-3-to-trigger-eviction-successfully-1: deletionTimestamp "
+         "set, but still not removed from the Node\n"
+         "* Pod pod-5-to-trigger-eviction-pdb-violated-1: cannot evict pod as it would violate the pod's "
+         "disruption budget. The disruption budget pod-5-pdb needs 20 healthy pods and has 20 currently\n"
+         "* Pod pod-6-to-trigger-eviction-some-other-error: failed to evict Pod, some other error 1\n"
+         "* Pod pod-9-wait-completed: waiting for completion\n"
+         "After above Pods have been removed from the Node, the following Pods will be evicted: "
+         "pod-7-eviction-later, pod-8-eviction-later")
+
 
 @dataclass(frozen=True)
 class Case:
