@@ -518,6 +518,12 @@ class ManagedCluster(Base):
 
 
 @dataclass(frozen=True, slots=True)
+class ManagedClusterAddOn(Base):
+    """An add-on installed on one managed cluster; it lives in that cluster's namespace
+    (``cluster_name``). Its conditions are read as reported."""
+
+
+@dataclass(frozen=True, slots=True)
 class Placement(Base):
     number_of_selected_clusters: int | None = None
     decision_groups: int = 0

@@ -1,7 +1,7 @@
 """Raw Open Cluster Management objects → engine projections.
 
-Owns how ManifestWorkReplicaSet, ManifestWork, ManagedCluster, Placement and PlacementDecision
-objects are read, including the JSON quirks of the MWRS status (docs/mwrs-status.md):
+Owns how ManifestWorkReplicaSet, ManifestWork, ManagedCluster, ManagedClusterAddOn, Placement and
+PlacementDecision objects are read, including the JSON quirks of the MWRS status (docs/mwrs-status.md):
 
 - ``summary.applied`` is written ``Applied`` by ocm v1.0.x; both keys are read, ``applied`` wins;
 - the controller writes status with merge patches, so summary ints that never changed are
@@ -29,6 +29,7 @@ from typing import Any, Final
 from exporter.engine.model import (
     Base,
     ManagedCluster,
+    ManagedClusterAddOn,
     ManifestWork,
     ManifestWorkReplicaSet,
     Meta,
@@ -263,6 +264,14 @@ def _quantity(raw: Mapping[str, Any], path: str, resource: str, f: Fields) -> fl
     return value
 
 
+def _managed_cluster_addon(raw: Mapping[str, Any], meta: Meta, f: Fields) -> ManagedClusterAddOn:
+    return ManagedClusterAddOn(
+        meta=meta,
+        cluster_name=meta.namespace,  # an add-on lives in its ManagedCluster's namespace
+        conditions=f.conditions(raw, "status.conditions"),
+    )
+
+
 def _placement(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Placement:
     selected = f.int_(raw, "status.numberOfSelectedClusters")
     if selected is not None and selected < 0:
@@ -338,6 +347,7 @@ _READERS: Final[Mapping[str, _Reader]] = {
     "ManifestWorkReplicaSet": _mwrs,
     "ManifestWork": _manifest_work,
     "ManagedCluster": _managed_cluster,
+    "ManagedClusterAddOn": _managed_cluster_addon,
     "Placement": _placement,
     "PlacementDecision": _placement_decision,
 }
@@ -345,6 +355,7 @@ _BARE: Final[Mapping[str, type[Base]]] = {
     "ManifestWorkReplicaSet": ManifestWorkReplicaSet,
     "ManifestWork": ManifestWork,
     "ManagedCluster": ManagedCluster,
+    "ManagedClusterAddOn": ManagedClusterAddOn,
     "Placement": Placement,
     "PlacementDecision": PlacementDecision,
 }

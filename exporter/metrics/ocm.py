@@ -1,5 +1,6 @@
 """The Open Cluster Management families: ManifestWorkReplicaSets in full, and what users need of
-ManifestWorks, ManagedClusters and Placements without a series per manifest resource.
+ManifestWorks, ManagedClusters, ManagedClusterAddOns and Placements without a series per manifest
+resource.
 
 Owns which families each OCM kind has and how each is read from a projection and its Result.
 Owns no formatting, no caching and no condition logic. Every label is bounded: ManifestWorks are
@@ -14,6 +15,7 @@ from typing import Any, Final
 
 from exporter.engine.model import (
     ManagedCluster,
+    ManagedClusterAddOn,
     ManifestWork,
     ManifestWorkReplicaSet,
     Placement,
@@ -230,6 +232,16 @@ MANAGEDCLUSTER = KindSpec("ManagedCluster", "ocm_managedcluster", CLUSTER_IDENTI
     _resource_family("allocatable"),
 ))
 
+# The namespace of a ManagedClusterAddOn is its managed cluster; its name is the add-on's.
+MANAGEDCLUSTERADDON = KindSpec("ManagedClusterAddOn", "ocm_managedclusteraddon", IDENTITY, _with(
+    "ocm_managedclusteraddon", "ManagedClusterAddOn",
+    info_family(
+        "ocm_managedclusteraddon_info",
+        "Information about a ManagedClusterAddOn: one add-on (name) installed on one managed cluster "
+        "(namespace).", (), lambda o: (), "metadata", compat=False,
+    ),
+))
+
 PLACEMENT = KindSpec("Placement", "ocm_placement", IDENTITY, _with(
     "ocm_placement", "Placement",
     field_family(
@@ -242,10 +254,11 @@ PLACEMENT = KindSpec("Placement", "ocm_placement", IDENTITY, _with(
     ),
 ))
 
-KINDS: tuple[KindSpec, ...] = (MWRS, MANIFESTWORK, MANAGEDCLUSTER, PLACEMENT)
+KINDS: tuple[KindSpec, ...] = (MWRS, MANIFESTWORK, MANAGEDCLUSTER, MANAGEDCLUSTERADDON, PLACEMENT)
 PROJECTIONS: dict[type[Any], KindSpec] = {
     ManifestWorkReplicaSet: MWRS,
     ManifestWork: MANIFESTWORK,
     ManagedCluster: MANAGEDCLUSTER,
+    ManagedClusterAddOn: MANAGEDCLUSTERADDON,
     Placement: PLACEMENT,
 }

@@ -231,4 +231,6 @@ LEAN: Final[tuple[str, ...]] = (
     "ocm_managedcluster_status_phase",
     "ocm_managedcluster_status_condition",
     "ocm_managedcluster_deletion_timestamp_seconds",
+    "ocm_managedclusteraddon_status_condition",
+    "ocm_managedclusteraddon_deletion_timestamp_seconds",
 )

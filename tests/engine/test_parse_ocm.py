@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
+from exporter.engine.evaluate import evaluate_all
+from exporter.engine.grouping import group_key
 from exporter.engine.model import (
     ManagedCluster,
+    ManagedClusterAddOn,
     ManifestWork,
     ManifestWorkReplicaSet,
     Meta,
@@ -272,6 +275,30 @@ def test_managed_cluster_claim_values_are_bounded() -> None:
 ])
 def test_parse_quantity(text: Any, expected: float | None) -> None:
     assert parse_quantity(text) == expected
+
+
+def test_managed_cluster_addon_is_per_cluster_and_evaluated_alone() -> None:
+    raw = {
+        "apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": "ManagedClusterAddOn",
+        "metadata": {"name": "cluster-proxy", "namespace": "spoke1", "uid": "u1"},
+        "status": {"conditions": [
+            {"type": "Available", "status": "False", "reason": "ProbeUnavailable", "message": "m",
+             "lastTransitionTime": "2026-11-20T11:20:14Z"},
+            {"type": "Degraded", "status": "True", "reason": "Custom", "message": "d",
+             "lastTransitionTime": "2026-11-20T11:20:14Z"},
+        ]},
+    }
+    obj = project(raw)
+    assert isinstance(obj, ManagedClusterAddOn)
+    assert obj.cluster_name == "spoke1"
+    assert [(c.type, c.status) for c in obj.conditions] == [
+        ("Available", Status.FALSE), ("Degraded", Status.TRUE)]
+    assert group_key(obj) == ("single", "ManagedClusterAddOn", "spoke1/cluster-proxy")
+    (result,) = evaluate_all([obj], 0.0)
+    assert result.reported == obj.conditions and result.computed == () and result.findings == ()
+    raw["status"] = {"conditions": "broken"}
+    bad = project(raw)
+    assert isinstance(bad, ManagedClusterAddOn) and bad.conditions == () and bad.problems
 
 
 def test_placement() -> None:
