@@ -242,6 +242,9 @@ def _claims(raw: Mapping[str, Any], f: Fields) -> dict[str, str]:
     found: dict[str, str] = {}
     for item in f.list_(raw, "status.clusterClaims"):
         name = item.get("name") if isinstance(item, Mapping) else None
+        if not isinstance(name, str):
+            f.problem("status.clusterClaims[].name", "string", name)
+            continue
         if name not in WELL_KNOWN_CLAIMS:
             continue
         value = item.get("value")

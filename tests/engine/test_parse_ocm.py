@@ -261,6 +261,17 @@ def test_managed_cluster_bad_inventory_is_a_problem(status: dict[str, Any], attr
     assert obj.problems
 
 
+def test_managed_cluster_claim_of_another_shape_loses_only_that_claim() -> None:
+    obj = project(raw_managed_cluster(version={"kubernetes": "v1.32.1"}, clusterClaims=[
+        {"name": ["platform.open-cluster-management.io"], "value": "AWS"},  # unhashable name
+        "not an object",
+        {"name": "region.open-cluster-management.io", "value": "eu-west-1"},
+    ]))
+    assert isinstance(obj, ManagedCluster)
+    assert (obj.kubernetes_version, obj.platform, obj.region) == ("v1.32.1", "", "eu-west-1")
+    assert len(obj.problems) == 2 and not any("reader error" in p for p in obj.problems)
+
+
 def test_managed_cluster_claim_values_are_bounded() -> None:
     obj = project(raw_managed_cluster(clusterClaims=[
         {"name": "region.open-cluster-management.io", "value": "r" * 1024}]))
