@@ -40,6 +40,7 @@ HEADLINE = {
     "ManifestWorkReplicaSet": "Ready",
     "ManifestWork": "Available",
     "ManagedCluster": "ManagedClusterConditionAvailable",
+    "ManagedClusterAddOn": "Available",
     "Placement": "PlacementSatisfied",
 }
 MESSAGE_WIDTH = 100

@@ -223,7 +223,7 @@ def test_alert_carries_the_labels_alertmanager_groups_it_by(rule: dict[str, Any]
     name = rule["alert"]
     if name.startswith("CAPI"):
         needed = {"namespace", "cluster_name"}
-    elif name.startswith("OCMManifestWorkReplicaSet"):
+    elif name.startswith(("OCMManifestWorkReplicaSet", "OCMManagedClusterAddOn")):
         needed = {"namespace", "name"}
     elif name.startswith("OCMManagedCluster"):
         needed = {"name"}

@@ -2,8 +2,8 @@
 
 Rules are flattened to (apiGroup, resource, verb) triples so a test states the whole grant; any
 extra resource, verb, wildcard or Secret access fails. The resource list is the exporter's
-contract (design.md): CAPI core and control-plane kinds, InfraMachinePools, OCM work and cluster
-kinds; discovery reads /apis, so CustomResourceDefinitions are not needed.
+contract (design.md): CAPI core and control-plane kinds, InfraMachinePools, OCM work, cluster and
+add-on kinds; discovery reads /apis, so CustomResourceDefinitions are not needed.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ NAMESPACED_RESOURCES = {
     ("work.open-cluster-management.io", "manifestworks"),
     ("cluster.open-cluster-management.io", "placements"),
     ("cluster.open-cluster-management.io", "placementdecisions"),
+    ("addon.open-cluster-management.io", "managedclusteraddons"),
 } | {("infrastructure.cluster.x-k8s.io", r) for r in INFRA_MACHINE_POOLS}
 CLUSTER_SCOPED_RESOURCES = {("cluster.open-cluster-management.io", "managedclusters")}
 SA = {"kind": "ServiceAccount", "name": "fse-fleet-status-exporter", "namespace": "monitoring"}

@@ -145,6 +145,10 @@ EXPECTED_ALERTS = {
     ("OCMManifestWorkReplicaSetStuckDeleting", "app-delivery/payments-batch"),
     ("OCMManagedClusterUnavailable", "edge-store-17"),
     ("OCMManagedClusterStuckDeleting", "edge-store-09"),
+    # Add-ons: cluster-proxy's probe fails on staging-ci; application-manager went Unknown with the
+    # unreachable edge-store-17 (the Degraded governance-policy-framework on prod-ap-1 is available).
+    ("OCMManagedClusterAddOnUnavailable", "staging-ci/cluster-proxy"),
+    ("OCMManagedClusterAddOnUnavailable", "edge-store-17/application-manager"),
 }
 
 

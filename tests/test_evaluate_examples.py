@@ -100,3 +100,17 @@ def test_table_output_is_a_tree_with_worst_conditions_first() -> None:
     line = next(ln for ln in text.splitlines() if ln.startswith("Cluster/legacy-west-1 "))
     assert "Available=False(NotAvailable)" in line
     assert "├─KubeadmControlPlane/" in text and "└─Machine/" in text
+
+
+def test_table_shows_degraded_true_as_an_issue_and_degraded_false_as_healthy() -> None:
+    text = run_evaluate("table")
+    lines = text.splitlines()
+    addon = next(ln for ln in lines if ln.startswith("ManagedClusterAddOn/governance-policy-framework "))
+    # headline first (Available, fine), then the issue: Degraded is True when something is wrong
+    assert addon.split()[1] == "Available=True(ManagedClusterAddOnLeaseUpdated)"
+    assert "Degraded=True(PolicyControllerRestarting)" in addon
+    proxy = next(ln for ln in lines if ln.startswith("ManagedClusterAddOn/cluster-proxy "))
+    assert proxy.split()[1] == "Available=False(ProbeUnavailable)"
+    work = next(ln for ln in lines if ln.startswith("ManifestWork/hello-web-qp4jw "))
+    assert "Degraded=False" not in work  # a healthy ManifestWork's Degraded False is no issue
+    assert "    Degraded: Healthy" not in text

@@ -178,6 +178,15 @@ def test_manifestworks_link_to_mwrs_and_managed_clusters() -> None:
         assert _ns(w) in managed, "a ManifestWork lives in its ManagedCluster's namespace"
 
 
+def test_managed_cluster_addons_live_in_their_cluster_namespace() -> None:
+    managed = {m["metadata"]["name"] for m in _of("ManagedCluster")}
+    addons = _of("ManagedClusterAddOn")
+    assert addons
+    for a in addons:
+        assert _ns(a) in managed, "a ManagedClusterAddOn lives in its ManagedCluster's namespace"
+        assert a["metadata"]["labels"]["open-cluster-management.io/addon-name"] == a["metadata"]["name"]
+
+
 def test_placement_decisions_match_placements() -> None:
     decisions = {d["metadata"]["name"]: d for d in _of("PlacementDecision")}
     for p in _of("Placement"):
@@ -405,6 +414,17 @@ STORIES: dict[str, Callable[[], bool]] = {
     "ocm unreachable ManagedCluster": lambda: any(
         _has(c, "ManagedClusterConditionAvailable", "Unknown", "ManagedClusterLeaseUpdateStopped")
         for c in _of("ManagedCluster")),
+    "ocm add-on unavailable on an available cluster": lambda: any(
+        _has(a, "Available", "False", "ProbeUnavailable") for a in _of("ManagedClusterAddOn")),
+    "ocm add-on available but degraded": lambda: any(
+        _has(a, "Available", "True") and _has(a, "Degraded", "True") for a in _of("ManagedClusterAddOn")),
+    "ocm add-on of an unreachable cluster": lambda: any(
+        _has(a, "Available", "Unknown", "ManagedClusterAddOnLeaseUpdateStopped")
+        for a in _of("ManagedClusterAddOn")),
+    "ocm inventory: claims and versions": lambda: (
+        len({_get(c, "status.version.kubernetes") for c in _of("ManagedCluster")}) > 1
+        and any(x["name"] == "platform.open-cluster-management.io" for c in _of("ManagedCluster")
+                for x in _get(c, "status.clusterClaims") or [])),
 }
 
 

@@ -62,6 +62,22 @@ async def test_initial_sync_lists_in_pages_then_watches_from_the_list_version(en
     assert not any(c == ("upsert", ("Machine", "ns1", "m0")) for c in env.sink.calls)
 
 
+async def test_managed_cluster_addons_are_discovered_listed_and_watched(env: SourceEnv) -> None:
+    small_fleet(env)
+    env.api.create(obj("ManagedClusterAddOn", "cluster-proxy", ns="spoke1"))
+    source = await env.start_source()
+    await env.converged(source)
+    assert source.synced["managedclusteraddons.addon.open-cluster-management.io"] is True
+    assert ("ManagedClusterAddOn", "spoke1", "cluster-proxy") in env.sink.objects
+    listed = next(r for r in env.api.requests if r.verb == "list" and r.kind == "ManagedClusterAddOn")
+    assert "labelSelector" not in listed.params  # every add-on, on every cluster
+    env.api.create(obj("ManagedClusterAddOn", "application-manager", ns="spoke1"))
+    env.api.delete("ManagedClusterAddOn", "spoke1", "cluster-proxy")
+    await env.converged(source)
+    assert ("ManagedClusterAddOn", "spoke1", "application-manager") in env.sink.objects
+    assert ("ManagedClusterAddOn", "spoke1", "cluster-proxy") not in env.sink.objects
+
+
 async def test_live_adds_updates_and_deletes(env: SourceEnv) -> None:
     small_fleet(env)
     source = await env.start_source()

@@ -350,6 +350,29 @@ def test_object_evaluated_without_rules_renders_its_reported_conditions():
     assert value(body, "ocm_managedcluster_info", name="spoke1", uid="u1") == 1
 
 
+def test_managedcluster_inventory_families():
+    meta = Meta(kind="ManagedCluster", api_version="cluster.open-cluster-management.io/v1",
+                namespace="", name="spoke1", uid="u1")
+    mc = ManagedCluster(meta=meta, kubernetes_version="v1.32.1", cluster_id="id1", platform="AWS",
+                        product="EKS", region="eu-west-1", capacity_cpu=24.0, capacity_memory=2.0**30,
+                        allocatable_cpu=23.5)
+    from exporter.engine.evaluate import evaluate_all
+
+    body = render_fleet([mc], evaluate_all([mc], 0.0))
+    assert value(body, "ocm_managedcluster_info", name="spoke1", kubernetes_version="v1.32.1",
+                 cluster_id="id1", platform="AWS", product="EKS", region="eu-west-1") == 1
+    assert value(body, "ocm_managedcluster_status_capacity", resource="cpu", unit="core") == 24.0
+    assert value(body, "ocm_managedcluster_status_capacity", resource="memory", unit="byte") == 2.0**30
+    assert value(body, "ocm_managedcluster_status_allocatable", resource="cpu", unit="core") == 23.5
+    # an unreported quantity has no series, not a zero
+    assert value(body, "ocm_managedcluster_status_allocatable", resource="memory") is None
+    bare = replace(mc, kubernetes_version="", platform="", capacity_cpu=None, capacity_memory=None,
+                   allocatable_cpu=None)
+    body = render_fleet([bare], evaluate_all([bare], 0.0))
+    assert value(body, "ocm_managedcluster_info", name="spoke1", kubernetes_version="", platform="") == 1
+    assert b"ocm_managedcluster_status_capacity{" not in body
+
+
 def test_update_objects_renders_the_given_members_and_keeps_the_others():
     renderer = Renderer()
     m1, m2 = machine("m1"), machine("m2")

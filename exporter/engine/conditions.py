@@ -317,7 +317,8 @@ def paused_condition(cluster_spec_paused: bool, annotated: bool, kind: str) -> C
 # Condition types for which True is the bad state (CAPI v1beta2 polarity). Used to rank
 # conditions for display and alerting; rules pass their own polarity to summary/aggregate.
 NEGATIVE_POLARITY_TYPES = frozenset(
-    {"Deleting", "Paused", "RollingOut", "ScalingUp", "ScalingDown", "Remediating", "Updating"}
+    {"Deleting", "Paused", "RollingOut", "ScalingUp", "ScalingDown", "Remediating", "Updating",
+     "Degraded"}  # the OCM kinds' Degraded (ManifestWork, ManagedClusterAddOn): True is the issue
 )
 
 

@@ -19,6 +19,7 @@ from exporter.engine.model import (
     Cluster,
     ClusterClass,
     ManagedCluster,
+    ManagedClusterAddOn,
     ManifestWork,
     ManifestWorkReplicaSet,
     ObjectKey,
@@ -58,7 +59,7 @@ def group_key(obj: Base) -> GroupKey:
         return ("mwrs", *owner) if owner else ("single", "ManifestWork", f"{ns}/{name}")
     if isinstance(obj, PlacementDecision):
         return ("none", "PlacementDecision", f"{ns}/{name}")
-    if isinstance(obj, ManagedCluster | Placement):
+    if isinstance(obj, ManagedCluster | ManagedClusterAddOn | Placement):
         return ("single", obj.meta.kind, f"{ns}/{name}")
     return ("capi", ns, obj.cluster_name)
 

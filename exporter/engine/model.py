@@ -502,7 +502,25 @@ class ManifestWork(Base):
 
 @dataclass(frozen=True, slots=True)
 class ManagedCluster(Base):
-    pass
+    kubernetes_version: str = ""  # status.version.kubernetes
+    # The well-known cluster claims (status.clusterClaims[] by name), "" when not claimed:
+    # id.k8s.io, platform.open-cluster-management.io, product.open-cluster-management.io and
+    # region.open-cluster-management.io.
+    cluster_id: str = ""
+    platform: str = ""
+    product: str = ""
+    region: str = ""
+    # status.capacity / status.allocatable: CPU in cores, memory in bytes; None when unset.
+    capacity_cpu: float | None = None
+    capacity_memory: float | None = None
+    allocatable_cpu: float | None = None
+    allocatable_memory: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedClusterAddOn(Base):
+    """An add-on installed on one managed cluster; it lives in that cluster's namespace
+    (``cluster_name``). Its conditions are read as reported."""
 
 
 @dataclass(frozen=True, slots=True)

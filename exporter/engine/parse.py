@@ -46,7 +46,8 @@ from exporter.engine.parse_fields import (
 
 INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
 OCM_KINDS: Final = frozenset(
-    {"ManifestWorkReplicaSet", "ManifestWork", "ManagedCluster", "Placement", "PlacementDecision"}
+    {"ManifestWorkReplicaSet", "ManifestWork", "ManagedCluster", "ManagedClusterAddOn", "Placement",
+     "PlacementDecision"}
 )
 KEPT_ANNOTATIONS: Final = frozenset(
     {PAUSED_ANNOTATION, REPLICAS_MANAGED_BY_ANNOTATION, UPGRADE_STEP_ANNOTATION}

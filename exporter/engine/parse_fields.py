@@ -596,3 +596,35 @@ def parse_duration(value: str) -> int | None:
     if position != len(text):
         return None
     return int(total)
+
+
+# Kubernetes resource.Quantity: a signed decimal number, then a binary suffix (Ki..Ei), a decimal
+# SI suffix (n..E) or a decimal exponent (e3, E-2). As text it is what the API server writes.
+_QUANTITY = re.compile(
+    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+)
+_QUANTITY_SUFFIXES: Final = {
+    "": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+    "E": 1e18, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60,
+}
+
+
+def parse_quantity(value: object) -> float | None:
+    """A Kubernetes quantity ("8", "500m", "32595212Ki", "1e3") as a float; None when unreadable.
+
+    A bare number counts too: a manifest written by hand may hold ``cpu: 8`` (YAML decodes an int).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if value == value else None  # NaN is no quantity
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    match = _QUANTITY.match(value.strip())
+    if match is None:
+        return None
+    suffix = match.group(2) or ""
+    if suffix[:1] in ("e", "E") and len(suffix) > 1:
+        exponent = int(suffix[1:])
+        return float(match.group(1)) * 10.0**exponent if abs(exponent) <= 30 else None
+    return float(match.group(1)) * _QUANTITY_SUFFIXES[suffix]

@@ -1,7 +1,7 @@
 """Raw Open Cluster Management objects → engine projections.
 
-Owns how ManifestWorkReplicaSet, ManifestWork, ManagedCluster, Placement and PlacementDecision
-objects are read, including the JSON quirks of the MWRS status (docs/mwrs-status.md):
+Owns how ManifestWorkReplicaSet, ManifestWork, ManagedCluster, ManagedClusterAddOn, Placement and
+PlacementDecision objects are read, including the JSON quirks of the MWRS status (docs/mwrs-status.md):
 
 - ``summary.applied`` is written ``Applied`` by ocm v1.0.x; both keys are read, ``applied`` wins;
 - the controller writes status with merge patches, so summary ints that never changed are
@@ -29,6 +29,7 @@ from typing import Any, Final
 from exporter.engine.model import (
     Base,
     ManagedCluster,
+    ManagedClusterAddOn,
     ManifestWork,
     ManifestWorkReplicaSet,
     Meta,
@@ -38,12 +39,20 @@ from exporter.engine.model import (
     PlacementSummary,
     RolloutSummary,
 )
-from exporter.engine.parse_fields import MAX_ID_LIST, Fields, bounded, word
+from exporter.engine.parse_fields import MAX_ID_LIST, Fields, bounded, parse_quantity, word
 
 OWNER_LABEL: Final = "work.open-cluster-management.io/manifestworkreplicaset"
 PLACEMENT_LABEL: Final = "work.open-cluster-management.io/placementname"
 DECISION_PLACEMENT_LABEL: Final = "cluster.open-cluster-management.io/placement"
 PROGRESSING: Final = "Progressing"
+# Cluster claim names: the first three are reserved by OCM (cluster/v1alpha1
+# ReservedClusterClaimNames), the region one is what the hubs of Red Hat ACM publish.
+CLAIM_ID: Final = "id.k8s.io"
+CLAIM_PLATFORM: Final = "platform.open-cluster-management.io"
+CLAIM_PRODUCT: Final = "product.open-cluster-management.io"
+CLAIM_REGION: Final = "region.open-cluster-management.io"
+WELL_KNOWN_CLAIMS: Final = frozenset({CLAIM_ID, CLAIM_PLATFORM, CLAIM_PRODUCT, CLAIM_REGION})
+MAX_CLAIM: Final = 253  # label values: a claim value may be up to 1024 characters
 UNREADABLE_OBJECT: Final = "<reader error>"  # the path of the problem recorded when a reader fails
 
 _DECISION_GROUPS_TEXT = re.compile(r"^\s*(\d{1,9}) \((\d{1,9}) / (\d{1,9}) clusters applied\)\s*$")
@@ -213,7 +222,57 @@ def _manifest_work(raw: Mapping[str, Any], meta: Meta, f: Fields) -> ManifestWor
 
 def _managed_cluster(raw: Mapping[str, Any], meta: Meta, f: Fields) -> ManagedCluster:
     conditions = f.conditions(raw, "status.conditions")
-    return ManagedCluster(meta=meta, cluster_name=meta.name, conditions=conditions)
+    claims = _claims(raw, f)
+    return ManagedCluster(
+        meta=meta, cluster_name=meta.name, conditions=conditions,
+        kubernetes_version=word(bounded(f.str_(raw, "status.version.kubernetes"), MAX_CLAIM)),
+        cluster_id=claims.get(CLAIM_ID, ""),
+        platform=claims.get(CLAIM_PLATFORM, ""),
+        product=claims.get(CLAIM_PRODUCT, ""),
+        region=claims.get(CLAIM_REGION, ""),
+        capacity_cpu=_quantity(raw, "status.capacity", "cpu", f),
+        capacity_memory=_quantity(raw, "status.capacity", "memory", f),
+        allocatable_cpu=_quantity(raw, "status.allocatable", "cpu", f),
+        allocatable_memory=_quantity(raw, "status.allocatable", "memory", f),
+    )
+
+
+def _claims(raw: Mapping[str, Any], f: Fields) -> dict[str, str]:
+    """The well-known claims of status.clusterClaims (others are vendor-specific and unbounded)."""
+    found: dict[str, str] = {}
+    for item in f.list_(raw, "status.clusterClaims"):
+        name = item.get("name") if isinstance(item, Mapping) else None
+        if not isinstance(name, str):
+            f.problem("status.clusterClaims[].name", "string", name)
+            continue
+        if name not in WELL_KNOWN_CLAIMS:
+            continue
+        value = item.get("value")
+        if isinstance(value, str):
+            # word(): the fleet's clusters share platforms, products and regions
+            found.setdefault(name, word(bounded(value, MAX_CLAIM)))
+        else:
+            f.problem("status.clusterClaims[].value", "string", value)
+    return found
+
+
+def _quantity(raw: Mapping[str, Any], path: str, resource: str, f: Fields) -> float | None:
+    resources = f.mapping(raw, path)
+    if resources is None or resource not in resources:
+        return None
+    value = parse_quantity(resources[resource])
+    if value is None or value < 0:
+        f.problem(f"{path}.{resource}", "non-negative Kubernetes quantity", resources[resource])
+        return None
+    return value
+
+
+def _managed_cluster_addon(raw: Mapping[str, Any], meta: Meta, f: Fields) -> ManagedClusterAddOn:
+    return ManagedClusterAddOn(
+        meta=meta,
+        cluster_name=meta.namespace,  # an add-on lives in its ManagedCluster's namespace
+        conditions=f.conditions(raw, "status.conditions"),
+    )
 
 
 def _placement(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Placement:
@@ -291,6 +350,7 @@ _READERS: Final[Mapping[str, _Reader]] = {
     "ManifestWorkReplicaSet": _mwrs,
     "ManifestWork": _manifest_work,
     "ManagedCluster": _managed_cluster,
+    "ManagedClusterAddOn": _managed_cluster_addon,
     "Placement": _placement,
     "PlacementDecision": _placement_decision,
 }
@@ -298,6 +358,7 @@ _BARE: Final[Mapping[str, type[Base]]] = {
     "ManifestWorkReplicaSet": ManifestWorkReplicaSet,
     "ManifestWork": ManifestWork,
     "ManagedCluster": ManagedCluster,
+    "ManagedClusterAddOn": ManagedClusterAddOn,
     "Placement": Placement,
     "PlacementDecision": PlacementDecision,
 }

@@ -133,6 +133,18 @@ gzip per scrape, and 2 MiB of resident memory.
 """
 
 
+# Prose under a kind's heading, for what its table alone does not say.
+KIND_NOTES: dict[str, str] = {
+    "ManagedCluster": """The fleet inventory of an OCM hub: `ocm_managedcluster_info` carries each cluster's
+Kubernetes version and well-known claims, `ocm_managedcluster_status_capacity` and `_allocatable`
+its CPU and memory. When a cluster was accepted by the hub, joined and became available is the
+`ocm_managedcluster_status_condition_last_transition_time` of `HubAcceptedManagedCluster`,
+`ManagedClusterJoined` and `ManagedClusterConditionAvailable` with `status="True"` (`time()` minus
+the last one is how long each available cluster has been so).
+""",
+}
+
+
 def _labels(spec: KindSpec, fam: FamilySpec) -> str:
     names = [f"`{label}`" for label in label_names(spec, fam)]
     if fam.free_labels:
@@ -165,6 +177,8 @@ def generate() -> str:
             continue
         infra = spec.kind == "InfraMachinePool"
         out.append(f"## {'Provider machine pools (InfraMachinePool kinds)' if infra else spec.kind}\n")
+        if spec.kind in KIND_NOTES:
+            out.append(KIND_NOTES[spec.kind])
         out.extend(_table(spec, spec.families, seen))
         out.append("")
     out.append("## Exporter self-metrics\n")

@@ -1,5 +1,6 @@
 """The Open Cluster Management families: ManifestWorkReplicaSets in full, and what users need of
-ManifestWorks, ManagedClusters and Placements without a series per manifest resource.
+ManifestWorks, ManagedClusters, ManagedClusterAddOns and Placements without a series per manifest
+resource.
 
 Owns which families each OCM kind has and how each is read from a projection and its Result.
 Owns no formatting, no caching and no condition logic. Every label is bounded: ManifestWorks are
@@ -14,6 +15,7 @@ from typing import Any, Final
 
 from exporter.engine.model import (
     ManagedCluster,
+    ManagedClusterAddOn,
     ManifestWork,
     ManifestWorkReplicaSet,
     Placement,
@@ -182,13 +184,61 @@ MANIFESTWORK = KindSpec("ManifestWork", "ocm_manifestwork", IDENTITY, _with(
     ),
 ))
 
+def _managedcluster_info(o: ManagedCluster) -> tuple[str, ...]:
+    return (o.kubernetes_version, o.cluster_id, o.platform, o.product, o.region)
+
+
+def _resources(which: str) -> Callable[[Subject[ManagedCluster]], Iterable[Sample]]:
+    def extract(s: Subject[ManagedCluster]) -> Iterable[Sample]:
+        o = s.obj
+        cpu, memory = (o.capacity_cpu, o.capacity_memory) if which == "capacity" else (
+            o.allocatable_cpu, o.allocatable_memory)
+        out: list[Sample] = []
+        if cpu is not None:
+            out.append((("cpu", "core"), cpu))
+        if memory is not None:
+            out.append((("memory", "byte"), memory))
+        return out
+
+    return extract
+
+
+def _resource_family(which: str) -> FamilySpec:
+    return family(
+        f"ocm_managedcluster_status_{which}",
+        f"The {which} of a ManagedCluster's nodes as its registration agent reports it "
+        f"(status.{which}): cpu in cores, memory in bytes; absent while unreported. "
+        "Labels as kube_node_status_" + which + ".",
+        "gauge", ("resource", "unit"), f"status.{which}.cpu, status.{which}.memory", _resources(which),
+        reads="object", fields=(f"{which}_cpu", f"{which}_memory"),
+    )
+
+
 MANAGEDCLUSTER = KindSpec("ManagedCluster", "ocm_managedcluster", CLUSTER_IDENTITY, _with(
     "ocm_managedcluster", "ManagedCluster",
     phase_family("ocm_managedcluster", "ManagedCluster (from ManagedClusterConditionAvailable)",
                  MANAGEDCLUSTER_PHASES, compat=False),
     info_family(
-        "ocm_managedcluster_info", "Information about a ManagedCluster.", (), lambda o: (), "metadata",
-        compat=False,
+        "ocm_managedcluster_info",
+        "Information about a ManagedCluster: its Kubernetes version (status.version.kubernetes) and "
+        "the well-known cluster claims it publishes (cluster_id: id.k8s.io, platform: "
+        "platform.open-cluster-management.io, product: product.open-cluster-management.io, "
+        "region: region.open-cluster-management.io); empty when not reported.",
+        ("kubernetes_version", "cluster_id", "platform", "product", "region"), _managedcluster_info,
+        "metadata, status.version, status.clusterClaims", compat=False,
+        fields=("kubernetes_version", "cluster_id", "platform", "product", "region"),
+    ),
+    _resource_family("capacity"),
+    _resource_family("allocatable"),
+))
+
+# The namespace of a ManagedClusterAddOn is its managed cluster; its name is the add-on's.
+MANAGEDCLUSTERADDON = KindSpec("ManagedClusterAddOn", "ocm_managedclusteraddon", IDENTITY, _with(
+    "ocm_managedclusteraddon", "ManagedClusterAddOn",
+    info_family(
+        "ocm_managedclusteraddon_info",
+        "Information about a ManagedClusterAddOn: one add-on (name) installed on one managed cluster "
+        "(namespace).", (), lambda o: (), "metadata", compat=False,
     ),
 ))
 
@@ -204,10 +254,11 @@ PLACEMENT = KindSpec("Placement", "ocm_placement", IDENTITY, _with(
     ),
 ))
 
-KINDS: tuple[KindSpec, ...] = (MWRS, MANIFESTWORK, MANAGEDCLUSTER, PLACEMENT)
+KINDS: tuple[KindSpec, ...] = (MWRS, MANIFESTWORK, MANAGEDCLUSTER, MANAGEDCLUSTERADDON, PLACEMENT)
 PROJECTIONS: dict[type[Any], KindSpec] = {
     ManifestWorkReplicaSet: MWRS,
     ManifestWork: MANIFESTWORK,
     ManagedCluster: MANAGEDCLUSTER,
+    ManagedClusterAddOn: MANAGEDCLUSTERADDON,
     Placement: PLACEMENT,
 }

@@ -129,14 +129,27 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = _table(
             "NoIntersection", "AllManagedClusterSetsEmpty", "NoManagedClusterMatched",
         ),
         "PlacementMisconfigured": ("Succeedconfigured", "Misconfigured"),
+        # ManagedClusterAddOn (its Available and Progressing reasons are in _EXTRA)
+        "ManifestApplied": ("AddonManifestApplied", "AddonManifestAppliedFailed", "ManifestWorkApplyFailed"),
+        "RegistrationApplied": ("NilRegistration", "SetPermissionFailed", "SetPermissionApplied"),
     }
 )
 
 # Conditions whose reason sets are shared between kinds with different meanings get the union:
-# the MWRS Ready condition of the OCM proposal and the ManifestWork Available condition.
+# the MWRS Ready condition of the OCM proposal, the ManifestWork Available condition and the
+# ManagedClusterAddOn Available and Progressing conditions (the Addon*Reason* and
+# ProgressingReason* constants of open-cluster-management.io/api addon/v1alpha1).
 _EXTRA: Final[Mapping[str, frozenset[str]]] = {
     "Ready": frozenset({"NotAllClustersAvailable", "AllClustersAvailable"}),
-    "Available": frozenset({"ResourcesAvailable", "ResourcesNotAvailable", "ResourcesStatusUnknown"}),
+    "Available": frozenset({
+        "ResourcesAvailable", "ResourcesNotAvailable", "ResourcesStatusUnknown",
+        "WorkNotFound", "WorkApplyFailed", "WorkNotApplied", "WorkApplied", "NoProbeResult",
+        "ProbeUnavailable", "ProbeAvailable", "ManagedClusterAddOnLeaseUpdateStopped",
+        "ManagedClusterAddOnLeaseNotFound", "ManagedClusterAddOnLeaseUpdated",
+    }),
+    "Progressing": frozenset({
+        "Progressing", "Completed", "Failed", "WaitingForCanary", "ConfigurationUnsupported",
+    }),
     "Deleting": frozenset({"ResourceRemaining", "NoResource", "ResourceError"}),
 }
 

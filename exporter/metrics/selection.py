@@ -229,6 +229,10 @@ LEAN: Final[tuple[str, ...]] = (
     "ocm_manifestworkreplicaset_deletion_timestamp_seconds",
     "ocm_manifestworkreplicaset_finding",
     "ocm_managedcluster_status_phase",
+    "ocm_managedcluster_info",
     "ocm_managedcluster_status_condition",
     "ocm_managedcluster_deletion_timestamp_seconds",
+    "ocm_managedclusteraddon_status_condition",
+    "ocm_managedclusteraddon_status_condition_reason",
+    "ocm_managedclusteraddon_deletion_timestamp_seconds",
 )

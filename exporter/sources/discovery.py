@@ -18,6 +18,7 @@ CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
 INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
 WORK_GROUP: Final = "work.open-cluster-management.io"
 OCM_CLUSTER_GROUP: Final = "cluster.open-cluster-management.io"
+OCM_ADDON_GROUP: Final = "addon.open-cluster-management.io"
 MWRS_LABEL: Final = "work.open-cluster-management.io/manifestworkreplicaset"
 INFRA_MACHINE_POOL: Final = "InfraMachinePool"  # the opt-out name covering every provider pool kind
 
@@ -56,6 +57,7 @@ WATCHED: Final[tuple[ResourceSpec, ...]] = (
     ResourceSpec(OCM_CLUSTER_GROUP, "ManagedCluster", ("v1",)),
     ResourceSpec(OCM_CLUSTER_GROUP, "Placement", ("v1beta1",)),
     ResourceSpec(OCM_CLUSTER_GROUP, "PlacementDecision", ("v1beta1",)),
+    ResourceSpec(OCM_ADDON_GROUP, "ManagedClusterAddOn", ("v1alpha1",)),
 )
 
 

@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
+from exporter.engine.evaluate import evaluate_all
+from exporter.engine.grouping import group_key
 from exporter.engine.model import (
     ManagedCluster,
+    ManagedClusterAddOn,
     ManifestWork,
     ManifestWorkReplicaSet,
     Meta,
@@ -19,7 +22,8 @@ from exporter.engine.model import (
     Status,
 )
 from exporter.engine.parse import project
-from exporter.engine.parse_ocm import parse_decision_groups_text, project_ocm, spec_hash
+from exporter.engine.parse_fields import parse_quantity
+from exporter.engine.parse_ocm import MAX_CLAIM, parse_decision_groups_text, project_ocm, spec_hash
 
 WORK_API = "work.open-cluster-management.io/v1alpha1"
 TEMPLATE: dict[str, Any] = {
@@ -202,6 +206,110 @@ def test_managed_cluster() -> None:
     assert isinstance(obj, ManagedCluster)
     assert obj.cluster_name == "cluster1"
     assert obj.conditions[0].status is Status.UNKNOWN
+
+
+def raw_managed_cluster(**status: Any) -> dict[str, Any]:
+    return {"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+            "metadata": {"name": "cluster1"}, "status": status}
+
+
+def test_managed_cluster_inventory() -> None:
+    obj = project(raw_managed_cluster(
+        version={"kubernetes": "v1.32.1"},
+        clusterClaims=[
+            {"name": "id.k8s.io", "value": "f1d64ae9"},
+            {"name": "kubeversion.open-cluster-management.io", "value": "v1.32.1"},
+            {"name": "platform.open-cluster-management.io", "value": "AWS"},
+            {"name": "product.open-cluster-management.io", "value": "EKS"},
+            {"name": "region.open-cluster-management.io", "value": "eu-west-1"},
+            {"name": "vendor.example.com/rack", "value": "r17"},  # not well known: not read
+        ],
+        capacity={"cpu": "24", "memory": "96101432Ki", "pods": "330"},
+        allocatable={"cpu": "23500m", "memory": "90Gi"},
+    ))
+    assert isinstance(obj, ManagedCluster)
+    assert (obj.kubernetes_version, obj.cluster_id, obj.platform, obj.product, obj.region) == (
+        "v1.32.1", "f1d64ae9", "AWS", "EKS", "eu-west-1")
+    assert (obj.capacity_cpu, obj.capacity_memory) == (24.0, 96101432 * 1024.0)
+    assert (obj.allocatable_cpu, obj.allocatable_memory) == (23.5, 90 * 2.0**30)
+    assert obj.problems == ()
+
+
+def test_managed_cluster_without_inventory_reads_empty() -> None:
+    obj = project(raw_managed_cluster(clusterClaims=[{"name": "id.k8s.io", "value": "x"}]))
+    assert isinstance(obj, ManagedCluster)
+    assert (obj.kubernetes_version, obj.platform, obj.product, obj.region) == ("", "", "", "")
+    assert (obj.capacity_cpu, obj.capacity_memory, obj.allocatable_cpu, obj.allocatable_memory) == (
+        None, None, None, None)
+    assert obj.problems == ()
+
+
+BAD_INVENTORY = {
+    "quantity not a quantity": ({"capacity": {"cpu": "lots", "memory": "1Gi"}}, "capacity_cpu"),
+    "negative quantity": ({"allocatable": {"memory": "-1Gi"}}, "allocatable_memory"),
+    "quantity of another type": ({"capacity": {"memory": ["1Gi"]}}, "capacity_memory"),
+    "claim value not a string": ({"clusterClaims": [{"name": "platform.open-cluster-management.io",
+                                                     "value": 3}]}, "platform"),
+}
+
+
+@pytest.mark.parametrize(("status", "attr"), BAD_INVENTORY.values(), ids=BAD_INVENTORY.keys())
+def test_managed_cluster_bad_inventory_is_a_problem(status: dict[str, Any], attr: str) -> None:
+    obj = project(raw_managed_cluster(**status))
+    assert isinstance(obj, ManagedCluster)
+    assert getattr(obj, attr) in (None, "")
+    assert obj.problems
+
+
+def test_managed_cluster_claim_of_another_shape_loses_only_that_claim() -> None:
+    obj = project(raw_managed_cluster(version={"kubernetes": "v1.32.1"}, clusterClaims=[
+        {"name": ["platform.open-cluster-management.io"], "value": "AWS"},  # unhashable name
+        "not an object",
+        {"name": "region.open-cluster-management.io", "value": "eu-west-1"},
+    ]))
+    assert isinstance(obj, ManagedCluster)
+    assert (obj.kubernetes_version, obj.platform, obj.region) == ("v1.32.1", "", "eu-west-1")
+    assert len(obj.problems) == 2 and not any("reader error" in p for p in obj.problems)
+
+
+def test_managed_cluster_claim_values_are_bounded() -> None:
+    obj = project(raw_managed_cluster(clusterClaims=[
+        {"name": "region.open-cluster-management.io", "value": "r" * 1024}]))
+    assert isinstance(obj, ManagedCluster) and obj.region == "r" * MAX_CLAIM
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("8", 8.0), ("500m", 0.5), ("32595212Ki", 32595212 * 1024.0), ("1.5Gi", 1.5 * 2**30),
+    ("2k", 2000.0), ("1e3", 1000.0), ("1E-3", 0.001), ("12M", 12e6), (".5", 0.5), (8, 8.0),
+    ("", None), ("8 cores", None), ("1e", None), ("1e400", None), ("Ki", None), (True, None),
+    (None, None), (float("nan"), None),
+])
+def test_parse_quantity(text: Any, expected: float | None) -> None:
+    assert parse_quantity(text) == expected
+
+
+def test_managed_cluster_addon_is_per_cluster_and_evaluated_alone() -> None:
+    raw = {
+        "apiVersion": "addon.open-cluster-management.io/v1alpha1", "kind": "ManagedClusterAddOn",
+        "metadata": {"name": "cluster-proxy", "namespace": "spoke1", "uid": "u1"},
+        "status": {"conditions": [
+            {"type": "Available", "status": "False", "reason": "ProbeUnavailable", "message": "m",
+             "lastTransitionTime": "2026-11-20T11:20:14Z"},
+            {"type": "Degraded", "status": "True", "reason": "Custom", "message": "d",
+             "lastTransitionTime": "2026-11-20T11:20:14Z"},
+        ]},
+    }
+    obj = project(raw)
+    assert isinstance(obj, ManagedClusterAddOn)
+    assert obj.cluster_name == "spoke1"
+    assert [(c.type, c.status) for c in obj.conditions] == [
+        ("Available", Status.FALSE), ("Degraded", Status.TRUE)]
+    assert group_key(obj) == ("single", "ManagedClusterAddOn", "spoke1/cluster-proxy")
+    (result,) = evaluate_all([obj], 0.0)
+    assert result.reported == obj.conditions and result.computed == () and result.findings == ()
+    raw["status"] = {"conditions": "broken"}
+    bad = project(raw)
+    assert isinstance(bad, ManagedClusterAddOn) and bad.conditions == () and bad.problems
 
 
 def test_placement() -> None:

@@ -22,6 +22,7 @@ INFRA = "infrastructure.cluster.x-k8s.io"
 BOOTSTRAP = "bootstrap.cluster.x-k8s.io"
 WORK = "work.open-cluster-management.io"
 OCM_CLUSTER = "cluster.open-cluster-management.io"
+OCM_ADDON = "addon.open-cluster-management.io"
 
 CAPI_VERSIONS = ("v1beta2", "v1beta1")
 
@@ -53,6 +54,7 @@ OCM_TYPES: tuple[ResourceType, ...] = (
     ResourceType(OCM_CLUSTER, "ManagedCluster", "managedclusters", ("v1",), namespaced=False),
     ResourceType(OCM_CLUSTER, "Placement", "placements", ("v1beta1",)),
     ResourceType(OCM_CLUSTER, "PlacementDecision", "placementdecisions", ("v1beta1",)),
+    ResourceType(OCM_ADDON, "ManagedClusterAddOn", "managedclusteraddons", ("v1alpha1",)),
 )
 
 KNOWN: dict[tuple[str, str], ResourceType] = {

@@ -119,6 +119,7 @@ def obj(kind: str, name: str, ns: str = "ns1", api_version: str = "", **labels: 
         "ManifestWorkReplicaSet": "work.open-cluster-management.io/v1alpha1",
         "ManifestWork": "work.open-cluster-management.io/v1",
         "ManagedCluster": "cluster.open-cluster-management.io/v1",
+        "ManagedClusterAddOn": "addon.open-cluster-management.io/v1alpha1",
         "Placement": "cluster.open-cluster-management.io/v1beta1",
         "DockerMachinePool": "infrastructure.cluster.x-k8s.io/v1beta1",
     }

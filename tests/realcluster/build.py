@@ -63,6 +63,7 @@ OCM_GLOBS = (
     "cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml",
     "cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml",
     "cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml",
+    "addon/v1alpha1/0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml",
 )
 
 CRD_SOURCES = {

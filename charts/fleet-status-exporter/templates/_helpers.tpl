@@ -130,6 +130,11 @@ every authenticated user may read, so no CustomResourceDefinition access is need
     - placementdecisions
     - placements
   verbs: [get, list, watch]
+- apiGroups:
+    - addon.open-cluster-management.io
+  resources:
+    - managedclusteraddons
+  verbs: [get, list, watch]
 {{- with .Values.rbac.extraRules }}
 {{ toYaml . }}
 {{- end }}
