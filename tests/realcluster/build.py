@@ -8,6 +8,7 @@ the CRD modules into the Go module cache. Does not own starting anything (``clus
 
     python -m tests.realcluster.build          # build what is missing, print where it is
     python -m tests.realcluster.build --check  # exit 1 when something is missing
+    python -m tests.realcluster.build --capi   # the Cluster API managers instead (``make capi-tools``)
 
 The cache is ``$FSE_TOOLS_CACHE``, else ``$XDG_CACHE_HOME/fleet-status-exporter``, else
 ``~/.cache/fleet-status-exporter``. Go's own caches (module and build) are used as they are set.
@@ -41,6 +42,17 @@ BINARIES = (
     Binary("kube-apiserver", "tools", "k8s.io/kubernetes/cmd/kube-apiserver"),
     Binary("etcd", "tools", "go.etcd.io/etcd/server/v3"),
     Binary("helm", "helm", "helm.sh/helm/v3/cmd/helm"),
+)
+
+# The Cluster API managers the controller tests (marker ``capi``) run, pinned by ``capi/``. Kept
+# apart from BINARIES: the suite does not need them, and they take minutes more to build.
+CAPI_BINARIES = (
+    Binary("capi-core-manager", "capi", "sigs.k8s.io/cluster-api/core"),
+    Binary("capi-kubeadm-control-plane-manager", "capi", "sigs.k8s.io/cluster-api/controlplane/kubeadm"),
+    Binary("capi-kubeadm-bootstrap-manager", "capi", "sigs.k8s.io/cluster-api/bootstrap/kubeadm"),
+    # The Docker provider; its in-memory backend (DevCluster/DevMachine with backend.inMemory)
+    # simulates workload clusters, their API servers served on loopback, with no Docker engine.
+    Binary("capd-manager", "capi", "sigs.k8s.io/cluster-api/test/infrastructure/docker"),
 )
 
 
@@ -115,9 +127,12 @@ def binary_path(binary: Binary) -> Path:
 
 def binary(name: str) -> Path:
     """The built binary; raises Missing with the command that builds it."""
-    spec = next(b for b in BINARIES if b.name == name)
+    spec = next(b for b in (*BINARIES, *CAPI_BINARIES) if b.name == name)
     path = binary_path(spec)
     if not path.is_file():
+        if spec in CAPI_BINARIES:
+            raise Missing(f"{name} is not built: run `make capi-tools` "
+                          "(or `python -m tests.realcluster.build --capi`)")
         raise Missing(f"{name} is not built: run `make tools` (or `python -m tests.realcluster.build`)")
     return path
 
@@ -137,9 +152,9 @@ def _go() -> str:
     return go
 
 
-def build_binaries() -> None:
+def build_binaries(binaries: tuple[Binary, ...] = BINARIES) -> None:
     by_module: dict[str, list[Binary]] = {}
-    for b in BINARIES:
+    for b in binaries:
         if not binary_path(b).is_file():
             by_module.setdefault(b.module, []).append(b)
     for module, wanted in by_module.items():
@@ -187,20 +202,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only check; exit 1 when something is missing")
+    parser.add_argument("--capi", action="store_true",
+                        help="the Cluster API managers of the controller tests instead of the suite's tools")
     args = parser.parse_args(argv)
-    missing = [b.name for b in BINARIES if not binary_path(b).is_file()]
+    binaries = CAPI_BINARIES if args.capi else BINARIES
+    missing = [b.name for b in binaries if not binary_path(b).is_file()]
     if args.check:
         for name in missing:
             print(f"missing: {name}", file=sys.stderr)
         return 1 if missing else 0
     try:
-        build_binaries()
-        for era in CRD_SOURCES:
-            crd_files(era)
+        build_binaries(binaries)
+        if not args.capi:
+            for era in CRD_SOURCES:
+                crd_files(era)
     except (Missing, subprocess.CalledProcessError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    for b in BINARIES:
+    for b in binaries:
         print(f"{b.name}: {binary_path(b)}")
     return 0
 
