@@ -21,6 +21,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,10 +37,14 @@ class Binary:
     name: str  # the file name in the cache
     module: str  # the folder under tests/realcluster holding the go.mod that pins it
     package: str  # the main package to build
+    # A Kubernetes component reports the version of this module (pinned by the same go.mod) at
+    # /version, stamped at link time as its release builds do; unstamped it reports
+    # v0.0.0-master, which clients checking the server's version refuse (Cluster API's managers).
+    kube_version_of: str | None = None
 
 
 BINARIES = (
-    Binary("kube-apiserver", "tools", "k8s.io/kubernetes/cmd/kube-apiserver"),
+    Binary("kube-apiserver", "tools", "k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes"),
     Binary("etcd", "tools", "go.etcd.io/etcd/server/v3"),
     Binary("helm", "helm", "helm.sh/helm/v3/cmd/helm"),
 )
@@ -114,10 +119,31 @@ def cache_dir() -> Path:
     return Path(base) / "fleet-status-exporter"
 
 
+def pinned_version(module: str, dependency: str) -> str:
+    """The version tests/realcluster/<module>/go.mod requires of ``dependency``."""
+    text = (HERE / module / "go.mod").read_text()
+    m = re.search(rf"^\s*{re.escape(dependency)} (v\S+)", text, re.MULTILINE)
+    if m is None:
+        raise Missing(f"{dependency} is not required by tests/realcluster/{module}/go.mod")
+    return m.group(1)
+
+
+def ldflags(binary: Binary) -> str:
+    if binary.kube_version_of is None:
+        return ""
+    version = pinned_version(binary.module, binary.kube_version_of)
+    major, minor = version.removeprefix("v").split(".")[:2]
+    fields = {"gitVersion": version, "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean"}
+    return " ".join(f"-X k8s.io/component-base/version.{k}={v}" for k, v in fields.items())
+
+
 def module_digest(module: str) -> str:
     h = hashlib.sha256()
     for name in ("go.mod", "go.sum"):
         h.update((HERE / module / name).read_bytes())
+    for b in (*BINARIES, *CAPI_BINARIES):
+        if b.module == module and ldflags(b):
+            h.update(f"{b.name} {ldflags(b)}".encode())
     return h.hexdigest()[:16]
 
 
@@ -167,7 +193,7 @@ def build_binaries(binaries: tuple[Binary, ...] = BINARIES) -> None:
         print(f"building {', '.join(b.name for b in wanted)} (tests/realcluster/{module}) ...", flush=True)
         for b in wanted:
             subprocess.run(
-                [_go(), "build", "-trimpath", "-o", str(scratch / b.name), b.package],
+                [_go(), "build", "-trimpath", "-ldflags", ldflags(b), "-o", str(scratch / b.name), b.package],
                 cwd=HERE / module, env=_go_env(), check=True,
             )
         for b in wanted:
