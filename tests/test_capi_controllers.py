@@ -1,7 +1,8 @@
 """The engine against the live Cluster API controllers: the core, KubeadmControlPlane, kubeadm
 bootstrap and Docker (in-memory backend) managers of ``tests/realcluster/capi`` run on a real API
-server (``tests/realcluster/controllers.py``) and bring up a ClusterClass-based cluster while the
-exporter watches the same server.
+server (``tests/realcluster/controllers.py``), bring up a ClusterClass-based cluster of 3 control
+plane and 2 worker Machines, then scale its workers to 3 and down to 1, while the exporter watches
+the same server.
 
 Every ``SAMPLE_EVERY`` seconds the test reads the exporter's ``capi_*_status_condition_mismatch``
 series, and evaluates a snapshot of the objects with the engine in-process to compare status, reason
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,8 @@ PROPAGATION = 10.0  # how long a status or reason difference may last, in second
 # A KubeadmControlPlane copies its Machines' conditions into MachinesReady and Available only on its
 # next reconcile, after the workload cluster's health checks: 8 s seen.
 MESSAGE_PROPAGATION = 16.0
-AVAILABLE_WITHIN = 420.0
-STEADY = 20.0  # sampled on after Available
+PHASE_WITHIN = 420.0
+STEADY = 20.0  # sampled on after each phase is done
 KINDS = (
     *(("cluster.x-k8s.io/v1beta2", k) for k in (
         "Cluster", "ClusterClass", "MachineDeployment", "MachineSet", "Machine", "MachinePool",
@@ -151,12 +152,33 @@ def unexplained_seconds(span: Span) -> float | None:
     return longest
 
 
-def available(objects: list[Obj]) -> bool:
+def condition(objects: list[Obj], kind: str, name: str, type_: str) -> str | None:
     for o in objects:
-        if o["kind"] == "Cluster" and o["metadata"]["name"] == CLUSTER:
-            conditions = (o.get("status") or {}).get("conditions") or []
-            return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
-    return False
+        if o["kind"] == kind and o["metadata"]["name"] == name:
+            for c in (o.get("status") or {}).get("conditions") or []:
+                if c["type"] == type_:
+                    return str(c["status"])
+    return None
+
+
+def workers_settled(replicas: int) -> Callable[[list[Obj]], bool]:
+    """The Cluster's workers report ``replicas`` replicas, all available and up to date, and the
+    Cluster is Available and no longer scaling."""
+    def done(objects: list[Obj]) -> bool:
+        clusters = [o for o in objects if o["kind"] == "Cluster" and o["metadata"]["name"] == CLUSTER]
+        workers = (clusters[0].get("status") or {}).get("workers") or {} if clusters else {}
+        return (all(workers.get(f) == replicas for f in ("desiredReplicas", "replicas", "availableReplicas",
+                                                          "upToDateReplicas"))
+                and condition(objects, "Cluster", CLUSTER, "Available") == "True"
+                and condition(objects, "Cluster", CLUSTER, "ScalingUp") == "False"
+                and condition(objects, "Cluster", CLUSTER, "ScalingDown") == "False")
+    return done
+
+
+def scale_workers(cluster: RealCluster, replicas: int) -> None:
+    md = {"class": "default-worker", "name": "md-0", "replicas": replicas}
+    cluster.patch("cluster.x-k8s.io/v1beta2", "Cluster", NAMESPACE, CLUSTER,
+                  {"spec": {"topology": {"workers": {"machineDeployments": [md]}}}})
 
 
 @pytest.fixture
@@ -169,7 +191,7 @@ def management(tmp_path: Path) -> Iterator[tuple[RealCluster, Controllers, Expor
             yield cluster, controllers, exporter
 
 
-def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up(
+def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_scales(
         management: tuple[RealCluster, Controllers, Exporter], tmp_path: Path) -> None:
     cluster, controllers, exporter = management
     cluster.ensure_namespace(NAMESPACE)
@@ -185,30 +207,40 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up(
     exported, engine = Differences(), Differences()
     compared: set[Key] = set()
     samples = 0
-    available_after: float | None = None
-    while True:
-        tick = time.monotonic()
-        controllers.check()
-        mismatches = exporter_mismatches(exporter.samples())
-        objects = snapshot(cluster)
-        differences, seen = compare(objects, time.time())
-        at = time.monotonic() - started
-        exported.observe(at, mismatches)
-        engine.observe(at, differences)
-        compared |= seen
-        samples += 1
-        if available_after is None and available(objects):
-            available_after = at
-        if available_after is not None and at >= available_after + STEADY:
-            break
-        if at > AVAILABLE_WITHIN:
-            raise AssertionError(f"Cluster {CLUSTER} not Available after {AVAILABLE_WITHIN:.0f}s\n"
-                                 f"{controllers.tails()}")
-        time.sleep(max(0.0, SAMPLE_EVERY - (time.monotonic() - tick)))
+    phases: dict[str, float] = {}
+
+    def sample_until(phase: str, done: Callable[[list[Obj]], bool]) -> None:
+        """Samples until ``done`` holds, then STEADY seconds more."""
+        nonlocal compared, samples
+        phase_started = time.monotonic()
+        done_at: float | None = None
+        while done_at is None or time.monotonic() < done_at + STEADY:
+            tick = time.monotonic()
+            controllers.check()
+            mismatches = exporter_mismatches(exporter.samples())
+            objects = snapshot(cluster)
+            differences, seen = compare(objects, time.time())
+            at = tick - started
+            exported.observe(at, mismatches)
+            engine.observe(at, differences)
+            compared |= seen
+            samples += 1
+            if done_at is None and done(objects):
+                done_at = time.monotonic()
+                phases[phase] = round(done_at - phase_started, 1)
+            if done_at is None and time.monotonic() - phase_started > PHASE_WITHIN:
+                raise AssertionError(f"{phase}: not done after {PHASE_WITHIN:.0f}s\n{controllers.tails()}")
+            time.sleep(max(0.0, SAMPLE_EVERY - (time.monotonic() - tick)))
+
+    sample_until("available", workers_settled(2))
+    scale_workers(cluster, 3)
+    sample_until("scaled up to 3 workers", workers_settled(3))
+    scale_workers(cluster, 1)
+    sample_until("scaled down to 1 worker", workers_settled(1))
 
     kinds = sorted({k[0] for k in compared})
     report = {
-        "available_after_seconds": round(available_after or 0, 1), "samples": samples,
+        "phase_seconds": phases, "samples": samples,
         "conditions_compared": len(compared),
         "kinds_compared": kinds,
         "longest_exported_mismatch_seconds": round(exported.longest(), 1),
