@@ -13,7 +13,7 @@ PURE := FLEET_STATUS_EXPORTER_PURE_PYTHON=1
 # The modules setup.py compiles with mypyc: a change to one of them means building again.
 COMPILED_SOURCES := $(wildcard exporter/engine/*.py exporter/metrics/*.py)
 
-.PHONY: run test lint pytest build deps system-deps build-deps tools docs sync-chart-files bench clean
+.PHONY: run test lint pytest build deps system-deps build-deps tools capi-tools test-capi docs sync-chart-files bench clean
 
 run: build
 	$(BIN)/fleet-status-exporter serve --from-files examples/
@@ -81,6 +81,16 @@ tools: deps
 		exit 1; \
 	fi
 	$(BIN)/python -m tests.realcluster.build
+
+# The Cluster API core, KubeadmControlPlane, kubeadm bootstrap and Docker (in-memory backend)
+# managers from their pinned Go modules (tests/realcluster/capi), into the same cache.
+capi-tools: tools
+	$(BIN)/python -m tests.realcluster.build --capi
+
+# The engine against the live Cluster API controllers (tests/test_capi_controllers.py, marker
+# capi): not part of `make test`. -rP prints the report of what was compared.
+test-capi: deps build capi-tools
+	$(BIN)/python -m pytest --capi -rP tests/test_capi_controllers.py
 
 docs: deps
 	$(BIN)/python -m exporter.metrics.docs > docs/metrics.md

@@ -31,6 +31,12 @@ def stale_extensions() -> list[str]:
     return sorted(stale)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--capi", action="store_true",
+                     help="also run the tests against the live Cluster API controllers (marker capi; "
+                          "`make test-capi` builds the managers and runs them)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -41,6 +47,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "realcluster: runs against a real kube-apiserver and etcd (tests/realcluster); runs once, "
         f"in the pass without {PURE_PYTHON_ENV}=1 (the compiled build in `make pytest`)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "capi: runs the Cluster API managers (tests/realcluster/controllers.py) on a real API server; "
+        "skipped unless pytest runs with --capi (`make test-capi`)",
     )
     if COMPILED:
         stale = stale_extensions()
@@ -57,7 +68,12 @@ def pytest_report_header() -> str:
     return f"fleet-status-exporter build under test: {implementation()}"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--capi"):
+        capi = pytest.mark.skip(reason="runs the Cluster API managers: `make test-capi` (pytest --capi)")
+        for item in items:
+            if item.get_closest_marker("capi") is not None:
+                item.add_marker(capi)
     if os.environ.get(PURE_PYTHON_ENV) == "1":
         once = pytest.mark.skip(reason=f"real-cluster tests run once, in the pass without {PURE_PYTHON_ENV}")
         for item in items:

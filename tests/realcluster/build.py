@@ -8,6 +8,7 @@ the CRD modules into the Go module cache. Does not own starting anything (``clus
 
     python -m tests.realcluster.build          # build what is missing, print where it is
     python -m tests.realcluster.build --check  # exit 1 when something is missing
+    python -m tests.realcluster.build --capi   # the Cluster API managers instead (``make capi-tools``)
 
 The cache is ``$FSE_TOOLS_CACHE``, else ``$XDG_CACHE_HOME/fleet-status-exporter``, else
 ``~/.cache/fleet-status-exporter``. Go's own caches (module and build) are used as they are set.
@@ -20,6 +21,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,12 +37,27 @@ class Binary:
     name: str  # the file name in the cache
     module: str  # the folder under tests/realcluster holding the go.mod that pins it
     package: str  # the main package to build
+    # A Kubernetes component reports the version of this module (pinned by the same go.mod) at
+    # /version, stamped at link time as its release builds do; unstamped it reports
+    # v0.0.0-master, which clients checking the server's version refuse (Cluster API's managers).
+    kube_version_of: str | None = None
 
 
 BINARIES = (
-    Binary("kube-apiserver", "tools", "k8s.io/kubernetes/cmd/kube-apiserver"),
+    Binary("kube-apiserver", "tools", "k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes"),
     Binary("etcd", "tools", "go.etcd.io/etcd/server/v3"),
     Binary("helm", "helm", "helm.sh/helm/v3/cmd/helm"),
+)
+
+# The Cluster API managers the controller tests (marker ``capi``) run, pinned by ``capi/``. Kept
+# apart from BINARIES: the suite does not need them, and they take minutes more to build.
+CAPI_BINARIES = (
+    Binary("capi-core-manager", "capi", "sigs.k8s.io/cluster-api/core"),
+    Binary("capi-kubeadm-control-plane-manager", "capi", "sigs.k8s.io/cluster-api/controlplane/kubeadm"),
+    Binary("capi-kubeadm-bootstrap-manager", "capi", "sigs.k8s.io/cluster-api/bootstrap/kubeadm"),
+    # The Docker provider; its in-memory backend (DevCluster/DevMachine with backend.inMemory)
+    # simulates workload clusters, their API servers served on loopback, with no Docker engine.
+    Binary("capd-manager", "capi", "sigs.k8s.io/cluster-api/test/infrastructure/docker"),
 )
 
 
@@ -103,10 +120,31 @@ def cache_dir() -> Path:
     return Path(base) / "fleet-status-exporter"
 
 
+def pinned_version(module: str, dependency: str) -> str:
+    """The version tests/realcluster/<module>/go.mod requires of ``dependency``."""
+    text = (HERE / module / "go.mod").read_text()
+    m = re.search(rf"^\s*{re.escape(dependency)} (v\S+)", text, re.MULTILINE)
+    if m is None:
+        raise Missing(f"{dependency} is not required by tests/realcluster/{module}/go.mod")
+    return m.group(1)
+
+
+def ldflags(binary: Binary) -> str:
+    if binary.kube_version_of is None:
+        return ""
+    version = pinned_version(binary.module, binary.kube_version_of)
+    major, minor = version.removeprefix("v").split(".")[:2]
+    fields = {"gitVersion": version, "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean"}
+    return " ".join(f"-X k8s.io/component-base/version.{k}={v}" for k, v in fields.items())
+
+
 def module_digest(module: str) -> str:
     h = hashlib.sha256()
     for name in ("go.mod", "go.sum"):
         h.update((HERE / module / name).read_bytes())
+    for b in (*BINARIES, *CAPI_BINARIES):
+        if b.module == module and ldflags(b):
+            h.update(f"{b.name} {ldflags(b)}".encode())
     return h.hexdigest()[:16]
 
 
@@ -116,9 +154,12 @@ def binary_path(binary: Binary) -> Path:
 
 def binary(name: str) -> Path:
     """The built binary; raises Missing with the command that builds it."""
-    spec = next(b for b in BINARIES if b.name == name)
+    spec = next(b for b in (*BINARIES, *CAPI_BINARIES) if b.name == name)
     path = binary_path(spec)
     if not path.is_file():
+        if spec in CAPI_BINARIES:
+            raise Missing(f"{name} is not built: run `make capi-tools` "
+                          "(or `python -m tests.realcluster.build --capi`)")
         raise Missing(f"{name} is not built: run `make tools` (or `python -m tests.realcluster.build`)")
     return path
 
@@ -138,9 +179,9 @@ def _go() -> str:
     return go
 
 
-def build_binaries() -> None:
+def build_binaries(binaries: tuple[Binary, ...] = BINARIES) -> None:
     by_module: dict[str, list[Binary]] = {}
-    for b in BINARIES:
+    for b in binaries:
         if not binary_path(b).is_file():
             by_module.setdefault(b.module, []).append(b)
     for module, wanted in by_module.items():
@@ -153,7 +194,7 @@ def build_binaries() -> None:
         print(f"building {', '.join(b.name for b in wanted)} (tests/realcluster/{module}) ...", flush=True)
         for b in wanted:
             subprocess.run(
-                [_go(), "build", "-trimpath", "-o", str(scratch / b.name), b.package],
+                [_go(), "build", "-trimpath", "-ldflags", ldflags(b), "-o", str(scratch / b.name), b.package],
                 cwd=HERE / module, env=_go_env(), check=True,
             )
         for b in wanted:
@@ -188,20 +229,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only check; exit 1 when something is missing")
+    parser.add_argument("--capi", action="store_true",
+                        help="the Cluster API managers of the controller tests instead of the suite's tools")
     args = parser.parse_args(argv)
-    missing = [b.name for b in BINARIES if not binary_path(b).is_file()]
+    binaries = CAPI_BINARIES if args.capi else BINARIES
+    missing = [b.name for b in binaries if not binary_path(b).is_file()]
     if args.check:
         for name in missing:
             print(f"missing: {name}", file=sys.stderr)
         return 1 if missing else 0
     try:
-        build_binaries()
-        for era in CRD_SOURCES:
-            crd_files(era)
+        build_binaries(binaries)
+        if not args.capi:
+            for era in CRD_SOURCES:
+                crd_files(era)
     except (Missing, subprocess.CalledProcessError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    for b in BINARIES:
+    for b in binaries:
         print(f"{b.name}: {binary_path(b)}")
     return 0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import socket
 import ssl
 import subprocess
@@ -69,14 +70,15 @@ CORE = {
 
 
 class Process:
-    def __init__(self, name: str, args: list[str], log: Path) -> None:
+    def __init__(self, name: str, args: list[str], log: Path, env: Mapping[str, str] | None = None) -> None:
         self.name, self.args, self.log = name, args, log
+        self.env = {**os.environ, **env} if env else None
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         out = self.log.open("ab")
         self.proc = subprocess.Popen(
-            self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env)
         out.close()
 
     def stop(self) -> None:
@@ -222,7 +224,10 @@ class RealCluster:
 
     def install_crds(self, files: Iterable[Path]) -> list[Obj]:
         """Creates (or replaces) the CRDs and waits until each is Established and served."""
-        crds = [doc for f in files for doc in yaml.safe_load_all(f.read_text()) if doc]
+        return self.install_crd_objects(
+            [doc for f in files for doc in yaml.safe_load_all(f.read_text()) if doc])
+
+    def install_crd_objects(self, crds: list[Obj]) -> list[Obj]:
         for crd in crds:
             name = crd["metadata"]["name"]
             path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -65,6 +65,10 @@ class Pki:
         self.sa_pub.write_bytes(sa.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
 
+    def serving(self, stem: str) -> tuple[Path, Path]:
+        """Another serving certificate for localhost and 127.0.0.1 (a webhook server's)."""
+        return self._issue(stem, _name(stem), server=True)
+
     def client(self, user: str, groups: tuple[str, ...] = ()) -> tuple[Path, Path]:
         """A client certificate: the API server reads the user from CN and groups from O."""
         attrs = [x509.NameAttribute(NameOID.COMMON_NAME, user)]

@@ -1,0 +1,267 @@
+"""The engine against the live Cluster API controllers: the core, KubeadmControlPlane, kubeadm
+bootstrap and Docker (in-memory backend) managers of ``tests/realcluster/capi`` run on a real API
+server (``tests/realcluster/controllers.py``), bring up a ClusterClass-based cluster of 3 control
+plane and 2 worker Machines, then scale its workers to 3 and down to 1, while the exporter watches
+the same server.
+
+Every ``SAMPLE_EVERY`` seconds the test reads the exporter's ``capi_*_status_condition_mismatch``
+series, and evaluates a snapshot of the objects with the engine in-process to compare status, reason
+and message of every condition both the controllers report and the engine computes. Each difference
+must resolve within a propagation delay (the controllers write one object after another; the engine
+reads them all at once): ``PROPAGATION`` seconds for statuses and reasons, ``MESSAGE_PROPAGATION``
+for messages, the one known exception being the "is blocked because" lines of preflight checks that
+live in controller memory (docs/upstream-differences.md). The test prints what it compared and every
+difference it saw, with how long it lasted (``report.json`` in its temporary directory too).
+
+Marker ``capi``: skipped unless pytest runs with ``--capi`` (``make test-capi``, which also builds
+the managers once per machine: ``make capi-tools``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter.engine.evaluate import evaluate_group
+from exporter.engine.grouping import group_projections
+from exporter.engine.parse import project_unguarded
+from tests.realcluster import build
+from tests.realcluster.cluster import Obj, RealCluster
+from tests.realcluster.controllers import Controllers, load_manifests
+from tests.realcluster.exporter import Exporter, Sample
+
+pytestmark = [pytest.mark.capi, pytest.mark.realcluster]
+
+DATA = build.HERE / "capi"
+NAMESPACE = "capi-test"
+CLUSTER = "in-memory"
+KUBERNETES_VERSION = "v1.36.4"
+SAMPLE_EVERY = 2.0
+PROPAGATION = 10.0  # how long a status or reason difference may last, in seconds
+# A KubeadmControlPlane copies its Machines' conditions into MachinesReady and Available only on its
+# next reconcile, after the workload cluster's health checks: 8 s seen.
+MESSAGE_PROPAGATION = 16.0
+PHASE_WITHIN = 420.0
+STEADY = 20.0  # sampled on after each phase is done
+KINDS = (
+    *(("cluster.x-k8s.io/v1beta2", k) for k in (
+        "Cluster", "ClusterClass", "MachineDeployment", "MachineSet", "Machine", "MachinePool",
+        "MachineHealthCheck")),
+    ("controlplane.cluster.x-k8s.io/v1beta2", "KubeadmControlPlane"),
+)
+
+Key = tuple[str, ...]
+
+
+@dataclass
+class Span:
+    first: float
+    last: float
+    values: list[Any] = field(default_factory=list)  # each distinct detail seen while it lasted
+    seen: list[tuple[float, Any]] = field(default_factory=list)  # (time, detail) of every sample
+
+
+@dataclass
+class Differences:
+    """Differences seen over samples: each lasts from the first sample it appears in to the
+    first sample without it."""
+
+    open: dict[Key, Span] = field(default_factory=dict)
+    closed: list[tuple[Key, Span]] = field(default_factory=list)
+
+    def observe(self, at: float, current: Mapping[Key, Any]) -> None:
+        for key in list(self.open):
+            if key not in current:
+                span = self.open.pop(key)
+                span.last = at
+                self.closed.append((key, span))
+        for key, detail in current.items():
+            span = self.open.setdefault(key, Span(at, at))
+            span.last = at
+            span.seen.append((at, detail))
+            if detail not in span.values:
+                span.values.append(detail)
+
+    def all(self) -> list[tuple[Key, Span, bool]]:
+        return [(k, s, True) for k, s in self.closed] + [(k, s, False) for k, s in self.open.items()]
+
+    def longest(self) -> float:
+        return max((s.last - s.first for _, s, _ in self.all()), default=0.0)
+
+
+def snapshot(cluster: RealCluster) -> list[Obj]:
+    return [o for api_version, kind in KINDS for o in cluster.list(api_version, kind)]
+
+
+def compare(objects: list[Obj], now: float) -> tuple[dict[Key, tuple[str, str]], set[Key]]:
+    """What the engine computes against what the controllers report, for every condition type
+    both have: (differences by (kind, namespace, name, type, field) as (engine, controller)),
+    and the conditions compared."""
+    projections = [p for o in objects if (p := project_unguarded(o)) is not None]
+    differences: dict[Key, tuple[str, str]] = {}
+    compared: set[Key] = set()
+    for group in group_projections(projections):
+        for r in evaluate_group(group, {}, now):
+            reported = {c.type: c for c in r.reported}
+            for c in r.computed:
+                theirs = reported.get(c.type)
+                if theirs is None:
+                    continue
+                compared.add((r.kind, r.namespace, r.name, c.type))
+                for name, ours, got in (("status", c.status.value, theirs.status.value),
+                                        ("reason", c.reason, theirs.reason),
+                                        ("message", c.message, theirs.message)):
+                    if ours != got:
+                        differences[(r.kind, r.namespace, r.name, c.type, name)] = (ours, got)
+    return differences, compared
+
+
+def exporter_mismatches(samples: set[Sample]) -> dict[Key, str]:
+    out: dict[Key, str] = {}
+    for name, labels, value in samples:
+        if name.startswith("capi_") and name.endswith("_status_condition_mismatch") and float(value) == 1:
+            ls = dict(labels)
+            out[(name, ls.get("namespace", ""), ls["name"], ls["type"])] = value
+    return out
+
+
+def preflight_lines_only(engine: str, controller: str) -> bool:
+    """The controller's message is the engine's plus the lines of the preflight checks it ran in
+    memory, which no object shows."""
+    return controller.startswith(engine + " is blocked because:\n")
+
+
+def unexplained_seconds(span: Span) -> float | None:
+    """The longest stretch of a message difference that preflight lines do not explain (from its
+    first such sample to the next sample without it); None when they explain every sample."""
+    longest: float | None = None
+    start: float | None = None
+    for at, (ours, theirs) in [*span.seen, (span.last, ("", ""))]:
+        explained = ours == theirs or preflight_lines_only(ours, theirs)
+        if explained and start is not None:
+            longest = max(longest or 0.0, at - start)
+            start = None
+        elif not explained and start is None:
+            start = at
+    return longest
+
+
+def condition(objects: list[Obj], kind: str, name: str, type_: str) -> str | None:
+    for o in objects:
+        if o["kind"] == kind and o["metadata"]["name"] == name:
+            for c in (o.get("status") or {}).get("conditions") or []:
+                if c["type"] == type_:
+                    return str(c["status"])
+    return None
+
+
+def workers_settled(replicas: int) -> Callable[[list[Obj]], bool]:
+    """The Cluster's workers report ``replicas`` replicas, all available and up to date, and the
+    Cluster is Available and no longer scaling."""
+    def done(objects: list[Obj]) -> bool:
+        clusters = [o for o in objects if o["kind"] == "Cluster" and o["metadata"]["name"] == CLUSTER]
+        workers = (clusters[0].get("status") or {}).get("workers") or {} if clusters else {}
+        return (all(workers.get(f) == replicas for f in ("desiredReplicas", "replicas", "availableReplicas",
+                                                          "upToDateReplicas"))
+                and condition(objects, "Cluster", CLUSTER, "Available") == "True"
+                and condition(objects, "Cluster", CLUSTER, "ScalingUp") == "False"
+                and condition(objects, "Cluster", CLUSTER, "ScalingDown") == "False")
+    return done
+
+
+def scale_workers(cluster: RealCluster, replicas: int) -> None:
+    md = {"class": "default-worker", "name": "md-0", "replicas": replicas}
+    cluster.patch("cluster.x-k8s.io/v1beta2", "Cluster", NAMESPACE, CLUSTER,
+                  {"spec": {"topology": {"workers": {"machineDeployments": [md]}}}})
+
+
+@pytest.fixture
+def management(tmp_path: Path) -> Iterator[tuple[RealCluster, Controllers, Exporter]]:
+    with (RealCluster(tmp_path / "cluster") as cluster,
+          Controllers(cluster, tmp_path / "controllers") as controllers):
+        kubeconfig = cluster.admin_kubeconfig(tmp_path / "exporter-kubeconfig")
+        with Exporter(tmp_path / "exporter.log", "--kubeconfig", str(kubeconfig)) as exporter:
+            exporter.wait_ready()
+            yield cluster, controllers, exporter
+
+
+def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_scales(
+        management: tuple[RealCluster, Controllers, Exporter], tmp_path: Path) -> None:
+    cluster, controllers, exporter = management
+    cluster.ensure_namespace(NAMESPACE)
+    for obj in load_manifests(DATA / "clusterclass-in-memory.yaml"):
+        obj["metadata"]["namespace"] = NAMESPACE
+        cluster.apply(obj)
+    for obj in load_manifests(DATA / "cluster-in-memory.yaml", CLUSTER_NAME=CLUSTER, NAMESPACE=NAMESPACE,
+                              KUBERNETES_VERSION=KUBERNETES_VERSION, CONTROL_PLANE_MACHINE_COUNT=3,
+                              WORKER_MACHINE_COUNT=2):
+        cluster.apply(obj)
+
+    started = time.monotonic()
+    exported, engine = Differences(), Differences()
+    compared: set[Key] = set()
+    samples = 0
+    phases: dict[str, float] = {}
+
+    def sample_until(phase: str, done: Callable[[list[Obj]], bool]) -> None:
+        """Samples until ``done`` holds, then STEADY seconds more."""
+        nonlocal compared, samples
+        phase_started = time.monotonic()
+        done_at: float | None = None
+        while done_at is None or time.monotonic() < done_at + STEADY:
+            tick = time.monotonic()
+            controllers.check()
+            mismatches = exporter_mismatches(exporter.samples())
+            objects = snapshot(cluster)
+            differences, seen = compare(objects, time.time())
+            at = tick - started
+            exported.observe(at, mismatches)
+            engine.observe(at, differences)
+            compared |= seen
+            samples += 1
+            if done_at is None and done(objects):
+                done_at = time.monotonic()
+                phases[phase] = round(done_at - phase_started, 1)
+            if done_at is None and time.monotonic() - phase_started > PHASE_WITHIN:
+                raise AssertionError(f"{phase}: not done after {PHASE_WITHIN:.0f}s\n{controllers.tails()}")
+            time.sleep(max(0.0, SAMPLE_EVERY - (time.monotonic() - tick)))
+
+    sample_until("available", workers_settled(2))
+    scale_workers(cluster, 3)
+    sample_until("scaled up to 3 workers", workers_settled(3))
+    scale_workers(cluster, 1)
+    sample_until("scaled down to 1 worker", workers_settled(1))
+
+    kinds = sorted({k[0] for k in compared})
+    report = {
+        "phase_seconds": phases, "samples": samples,
+        "conditions_compared": len(compared),
+        "kinds_compared": kinds,
+        "longest_exported_mismatch_seconds": round(exported.longest(), 1),
+        "exported_mismatches": [[*k, round(s.last - s.first, 1), resolved]
+                                for k, s, resolved in exported.all()],
+        "engine_differences": [
+            {"object": "/".join(k[:3]), "type": k[3], "field": k[4], "seconds": round(s.last - s.first, 1),
+             "resolved": resolved, "engine_vs_controller": s.values}
+            for k, s, resolved in engine.all()],
+    }
+    (tmp_path / "report.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+
+    assert {"Cluster", "KubeadmControlPlane", "MachineDeployment", "MachineSet", "Machine"} <= set(kinds)
+    too_long = [(k, s.last - s.first) for k, s, resolved in exported.all()
+                if not resolved or s.last - s.first > PROPAGATION]
+    assert not too_long, f"exporter mismatches lasting over {PROPAGATION}s or unresolved: {too_long}"
+    lasting = [(k, s.values, s.last - s.first) for k, s, resolved in engine.all()
+               if k[4] != "message" and (not resolved or s.last - s.first > PROPAGATION)]
+    assert not lasting, f"status or reason differences lasting over {PROPAGATION}s or unresolved: {lasting}"
+    lasting = [(k, s.values, seconds) for k, s, resolved in engine.all()
+               if k[4] == "message" and (seconds := unexplained_seconds(s)) is not None
+               and (not resolved or seconds > MESSAGE_PROPAGATION)]
+    assert not lasting, f"message differences lasting over {MESSAGE_PROPAGATION}s or unresolved: {lasting}"
