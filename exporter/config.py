@@ -30,7 +30,8 @@ OUTPUTS: Final = ("json", "table")
 # Kinds --exclude-resource accepts; plural resource names are accepted too (machines, mwrs, ...).
 KINDS: Final = (
     "Cluster", "ClusterClass", "KubeadmControlPlane", "MachineDeployment", "MachineSet", "Machine",
-    "MachinePool", "InfraMachinePool", "MachineHealthCheck", "ManifestWorkReplicaSet", "ManifestWork",
+    "MachinePool", "InfraMachinePool", "MachineHealthCheck", "ClusterResourceSet",
+    "ClusterResourceSetBinding", "ManifestWorkReplicaSet", "ManifestWork",
     "ManagedCluster", "Placement", "PlacementDecision",
 )
 _ALIASES: Final = {

@@ -37,6 +37,7 @@ HEADLINE = {
     "MachineSet": "MachinesReady",
     "Machine": "Ready",
     "MachineHealthCheck": "RemediationAllowed",
+    "ClusterResourceSet": "ResourcesApplied",
     "ManifestWorkReplicaSet": "Ready",
     "ManifestWork": "Available",
     "ManagedCluster": "ManagedClusterConditionAvailable",

@@ -2,8 +2,9 @@
 
 Rules are flattened to (apiGroup, resource, verb) triples so a test states the whole grant; any
 extra resource, verb, wildcard or Secret access fails. The resource list is the exporter's
-contract (design.md): CAPI core and control-plane kinds, InfraMachinePools, OCM work, cluster and
-add-on kinds; discovery reads /apis, so CustomResourceDefinitions are not needed.
+contract (design.md): CAPI core, control-plane and add-on kinds (ClusterResourceSets),
+InfraMachinePools, OCM work, cluster and add-on kinds; discovery reads /apis, so
+CustomResourceDefinitions are not needed.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ NAMESPACED_RESOURCES = {
     )
 } | {
     ("controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes"),
+    ("addons.cluster.x-k8s.io", "clusterresourcesets"),
+    ("addons.cluster.x-k8s.io", "clusterresourcesetbindings"),
     ("work.open-cluster-management.io", "manifestworkreplicasets"),
     ("work.open-cluster-management.io", "manifestworks"),
     ("cluster.open-cluster-management.io", "placements"),

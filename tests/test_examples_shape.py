@@ -19,7 +19,8 @@ import yaml
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NOW = datetime.fromisoformat("2026-11-20T12:00:00+00:00")  # the --now the golden tests evaluate with
-MAX_OBJECTS = 165
+# Small enough to read: each story adds a few objects; raise with the stories, not more.
+MAX_OBJECTS = 172
 
 CLUSTER_NAME = "cluster.x-k8s.io/cluster-name"
 MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset"
@@ -185,6 +186,19 @@ def test_managed_cluster_addons_live_in_their_cluster_namespace() -> None:
     for a in addons:
         assert _ns(a) in managed, "a ManagedClusterAddOn lives in its ManagedCluster's namespace"
         assert a["metadata"]["labels"]["open-cluster-management.io/addon-name"] == a["metadata"]["name"]
+
+
+def test_cluster_resource_set_bindings_name_their_cluster_and_sets() -> None:
+    clusters = {(_ns(c), c["metadata"]["name"]) for c in _of("Cluster")}
+    sets = {(_ns(s), s["metadata"]["name"]) for s in _of("ClusterResourceSet")}
+    bindings = _of("ClusterResourceSetBinding")
+    assert bindings
+    for b in bindings:
+        # the controller names a binding after its Cluster
+        assert b["metadata"]["name"] == _get(b, "spec.clusterName")
+        assert (_ns(b), _get(b, "spec.clusterName")) in clusters
+        for entry in _get(b, "spec.bindings"):
+            assert (_ns(b), entry["clusterResourceSetName"]) in sets
 
 
 def test_placement_decisions_match_placements() -> None:
@@ -414,6 +428,11 @@ STORIES: dict[str, Callable[[], bool]] = {
     "ocm unreachable ManagedCluster": lambda: any(
         _has(c, "ManagedClusterConditionAvailable", "Unknown", "ManagedClusterLeaseUpdateStopped")
         for c in _of("ManagedCluster")),
+    "capi ClusterResourceSet applied, with its binding": lambda: any(
+        _has(s, "ResourcesApplied", "True", "Applied") for s in _of("ClusterResourceSet"))
+        and bool(_of("ClusterResourceSetBinding")),
+    "capi ClusterResourceSet not applied (wrong Secret type)": lambda: any(
+        _has(s, "ResourcesApplied", "False", "WrongSecretType") for s in _of("ClusterResourceSet")),
     "ocm add-on unavailable on an available cluster": lambda: any(
         _has(a, "Available", "False", "ProbeUnavailable") for a in _of("ManagedClusterAddOn")),
     "ocm add-on available but degraded": lambda: any(

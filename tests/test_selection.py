@@ -100,7 +100,7 @@ def test_resources_are_the_plural_lowercase_kinds_the_exporter_serves() -> None:
     assert set(RESOURCES) == {
         "clusters", "clusterclasses", "kubeadmcontrolplanes", "machinedeployments", "machinesets", "machines",
         "machinepools", "machinehealthchecks", "manifestworkreplicasets", "manifestworks", "placements",
-        "managedclusters", "managedclusteraddons",
+        "managedclusters", "managedclusteraddons", "clusterresourcesets", "clusterresourcesetbindings",
     }
 
 

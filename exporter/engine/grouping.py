@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from exporter.engine.evaluate_types import CapiGroup, Group, MwrsGroup, SingleGroup
 from exporter.engine.model import (
+    READ_AS_REPORTED,
     Base,
     Cluster,
     ClusterClass,
@@ -44,9 +45,13 @@ CAPI_KINDS = frozenset(
     }
 )
 
+# Kinds evaluated each on its own, that no other object's evaluation reads.
+_ON_THEIR_OWN: tuple[type[Base], ...] = (ManagedCluster, ManagedClusterAddOn, Placement, *READ_AS_REPORTED)
+
 
 def group_key(obj: Base) -> GroupKey:
-    """The group an object belongs to (InfraMachinePools join their Cluster's group)."""
+    """The group an object belongs to (InfraMachinePools join their Cluster's group; the kinds
+    read as reported are groups of their own, like ClusterClass)."""
     ns, name = obj.meta.namespace, obj.meta.name
     if isinstance(obj, Cluster):
         return ("capi", ns, name)
@@ -59,7 +64,7 @@ def group_key(obj: Base) -> GroupKey:
         return ("mwrs", *owner) if owner else ("single", "ManifestWork", f"{ns}/{name}")
     if isinstance(obj, PlacementDecision):
         return ("none", "PlacementDecision", f"{ns}/{name}")
-    if isinstance(obj, ManagedCluster | ManagedClusterAddOn | Placement):
+    if isinstance(obj, _ON_THEIR_OWN):
         return ("single", obj.meta.kind, f"{ns}/{name}")
     return ("capi", ns, obj.cluster_name)
 

@@ -448,6 +448,30 @@ class MachineHealthCheck(Base):
     targets: tuple[str, ...] = ()
 
 
+
+# Kinds read as reported (no rules): their own conditions, info and metadata.
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterResourceSet(Base):
+    """Applies ConfigMaps and Secrets to the Clusters its selector matches (addons.cluster.x-k8s.io)."""
+
+    strategy: str = ""  # spec.strategy: ApplyOnce or Reconcile
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterResourceSetBinding(Base):
+    """The ClusterResourceSets applied to one Cluster (``cluster_name``); it has no status."""
+
+    bindings: int | None = None  # the number of spec.bindings entries, one per ClusterResourceSet
+
+
+
+# The Cluster API kinds above evaluated each on its own: no rule reads them, so a change to one
+# re-evaluates only itself, not its Cluster's group.
+READ_AS_REPORTED: tuple[type[Base], ...] = (ClusterResourceSet, ClusterResourceSetBinding)
+
+
 # ---- Open Cluster Management ---------------------------------------------------------------
 
 

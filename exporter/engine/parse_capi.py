@@ -16,6 +16,8 @@ from exporter.engine.model import (
     Base,
     Cluster,
     ClusterClass,
+    ClusterResourceSet,
+    ClusterResourceSetBinding,
     Counters,
     InfraMachinePool,
     KubeadmControlPlane,
@@ -41,6 +43,7 @@ from exporter.engine.rule_inputs import MACHINE_V1BETA1_READ
 
 CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
+ADDONS_GROUP: Final = "addons.cluster.x-k8s.io"
 PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
 REPLICAS_MANAGED_BY_ANNOTATION: Final = "cluster.x-k8s.io/replicas-managed-by"
 # The topology controller's upgrade step in progress: the control plane version it waits for.
@@ -419,6 +422,33 @@ def _machine_health_check(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Mach
     )
 
 
+
+# ---- kinds read as reported ----------------------------------------------------------------------
+
+
+def _reported_layout(meta: Meta, raw: Mapping[str, Any], f: Fields) -> str:
+    """``layout_of`` for kinds whose versions before v1beta2 include alphas (ExtensionConfig and
+    IPAddressClaim v1alpha1): every version but v1beta2 stores v1beta1 conditions."""
+    if meta.api_version_short == "v1beta2":
+        return "v1beta2"
+    return "v1beta1+v1beta2" if f.mapping(raw, "status.v1beta2") is not None else "v1beta1"
+
+
+def _cluster_resource_set(raw: Mapping[str, Any], meta: Meta, f: Fields) -> ClusterResourceSet:
+    return ClusterResourceSet(
+        **_common(raw, meta, f, _reported_layout(meta, raw, f)), strategy=f.word_(raw, "spec.strategy"),
+    )
+
+
+def _cluster_resource_set_binding(
+    raw: Mapping[str, Any], meta: Meta, f: Fields
+) -> ClusterResourceSetBinding:
+    return ClusterResourceSetBinding(
+        **_common(raw, meta, f, _reported_layout(meta, raw, f)),
+        bindings=len(f.list_(raw, "spec.bindings")),
+    )
+
+
 Reader = Callable[[Mapping[str, Any], Meta, Fields], Base]
 CAPI_READERS: Final[Mapping[tuple[str, str], Reader]] = MappingProxyType({
     (CAPI_GROUP, "Cluster"): _cluster,
@@ -429,4 +459,6 @@ CAPI_READERS: Final[Mapping[tuple[str, str], Reader]] = MappingProxyType({
     (CAPI_GROUP, "MachinePool"): _machine_pool,
     (CAPI_GROUP, "MachineHealthCheck"): _machine_health_check,
     (CONTROLPLANE_GROUP, "KubeadmControlPlane"): _kubeadm_control_plane,
+    (ADDONS_GROUP, "ClusterResourceSet"): _cluster_resource_set,
+    (ADDONS_GROUP, "ClusterResourceSetBinding"): _cluster_resource_set_binding,
 })

@@ -14,6 +14,8 @@ from exporter.engine.controlplane import LAST_REMEDIATION_MACHINE_PRESENT
 from exporter.engine.model import (
     Cluster,
     ClusterClass,
+    ClusterResourceSet,
+    ClusterResourceSetBinding,
     Counters,
     KubeadmControlPlane,
     Machine,
@@ -383,8 +385,56 @@ MHC = KindSpec("MachineHealthCheck", "capi_machinehealthcheck", IDENTITY, (
     *_common("capi_machinehealthcheck", "MachineHealthCheck"),
 ))
 
-KINDS: tuple[KindSpec, ...] = (CLUSTER, CLUSTERCLASS, KCP, MD, MS, MP, MACHINE, MHC)
+# ---- kinds read as reported: their own conditions, no rules --------------------------------------
+
+def _reported_kind(
+    prefix: str, kind: str, identity: tuple[str, ...], *extra: FamilySpec, conditions: bool = True
+) -> KindSpec:
+    return KindSpec(kind, prefix, identity, (
+        *extra,
+        *(condition_families(prefix, kind, compat=False) if conditions else ()),
+        # the Paused condition says what the annotation does; its family is kube-state-metrics'
+        *metadata_families(prefix, kind, paused_annotation=False, compat=False),
+        FINDINGS,
+    ))
+
+
+def _count(read: Callable[[Any], int | None]) -> Callable[[Any], float | None]:
+    def inner(o: Any) -> float | None:
+        value = read(o)
+        return None if value is None else float(value)
+
+    return inner
+
+
+CRS = _reported_kind(
+    "capi_clusterresourceset", "ClusterResourceSet", IDENTITY_NO_CLUSTER,
+    info_family(
+        "capi_clusterresourceset_info",
+        "Information about a ClusterResourceSet: its strategy (ApplyOnce or Reconcile).",
+        ("strategy",), lambda o: (o.strategy,), "spec.strategy", compat=False, fields=("strategy",),
+    ),
+)
+CRS_BINDING = _reported_kind(
+    "capi_clusterresourcesetbinding", "ClusterResourceSetBinding", IDENTITY,
+    info_family(
+        "capi_clusterresourcesetbinding_info",
+        "Information about a ClusterResourceSetBinding: the ClusterResourceSets applied to one "
+        "Cluster (cluster_name).", (), lambda o: (), "spec.clusterName", compat=False,
+    ),
+    field_family(
+        "capi_clusterresourcesetbinding_bindings",
+        "The number of ClusterResourceSets a ClusterResourceSetBinding records as applied to its "
+        "Cluster (spec.bindings).", "spec.bindings", _count(lambda o: o.bindings), fields=("bindings",),
+    ),
+    conditions=False,  # a binding has no status
+)
+
+KINDS: tuple[KindSpec, ...] = (
+    CLUSTER, CLUSTERCLASS, KCP, MD, MS, MP, MACHINE, MHC, CRS, CRS_BINDING,
+)
 PROJECTIONS: dict[type[Any], KindSpec] = {
     Cluster: CLUSTER, ClusterClass: CLUSTERCLASS, KubeadmControlPlane: KCP, MachineDeployment: MD,
     MachineSet: MS, MachinePool: MP, Machine: MACHINE, MachineHealthCheck: MHC,
+    ClusterResourceSet: CRS, ClusterResourceSetBinding: CRS_BINDING,
 }

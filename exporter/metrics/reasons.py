@@ -103,6 +103,11 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = _table(
             "ClusterClassNotReconciled", "Deleting", "Paused",
         ),
         "VariablesReady": ("VariablesReady", "VariablesNotReady"),
+        # ClusterResourceSet (addons.cluster.x-k8s.io): the v1beta2 reasons, then the v1beta1 ones
+        "ResourcesApplied": (
+            "Applied", "NotApplied", "WrongSecretType", "RemoteClusterClientFailed", "ClusterMatchFailed",
+            "ApplyFailed", "RetrievingResourceFailed",
+        ),
         # ---- Open Cluster Management ----
         "PlacementVerified": (
             "AsExpected", "PlacementDecisionNotFound", "PlacementDecisionEmpty", "NotAsExpected",

@@ -10,6 +10,7 @@ import pytest
 from exporter.engine.model import (
     Cluster,
     ClusterClass,
+    ClusterResourceSet,
     Counters,
     Gate,
     InfraMachinePool,
@@ -73,6 +74,7 @@ KINDS = [
     ("MachinePool", CORE, MachinePool),
     ("MachineHealthCheck", CORE, MachineHealthCheck),
     ("KubeadmControlPlane", CP, KubeadmControlPlane),
+    ("ClusterResourceSet", "addons.cluster.x-k8s.io", ClusterResourceSet),
 ]
 LAYOUTS = [
     ("v1beta2", "v1beta2", v2_status()),

@@ -23,6 +23,7 @@ BOOTSTRAP = "bootstrap.cluster.x-k8s.io"
 WORK = "work.open-cluster-management.io"
 OCM_CLUSTER = "cluster.open-cluster-management.io"
 OCM_ADDON = "addon.open-cluster-management.io"
+ADDONS = "addons.cluster.x-k8s.io"
 
 CAPI_VERSIONS = ("v1beta2", "v1beta1")
 
@@ -40,6 +41,8 @@ CAPI_TYPES: tuple[ResourceType, ...] = (
     _capi("MachineHealthCheck", "machinehealthchecks"),
     _capi("ClusterClass", "clusterclasses"),
     ResourceType(CONTROLPLANE, "KubeadmControlPlane", "kubeadmcontrolplanes", CAPI_VERSIONS),
+    ResourceType(ADDONS, "ClusterResourceSet", "clusterresourcesets", CAPI_VERSIONS),
+    ResourceType(ADDONS, "ClusterResourceSetBinding", "clusterresourcesetbindings", CAPI_VERSIONS),
 )
 
 INFRA_TYPES: tuple[ResourceType, ...] = (

@@ -122,6 +122,8 @@ def obj(kind: str, name: str, ns: str = "ns1", api_version: str = "", **labels: 
         "ManagedClusterAddOn": "addon.open-cluster-management.io/v1alpha1",
         "Placement": "cluster.open-cluster-management.io/v1beta1",
         "DockerMachinePool": "infrastructure.cluster.x-k8s.io/v1beta1",
+        "ClusterResourceSet": "addons.cluster.x-k8s.io/v1beta2",
+        "ClusterResourceSetBinding": "addons.cluster.x-k8s.io/v1beta2",
     }
     meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
     if kind != "ManagedCluster":

@@ -71,6 +71,8 @@ class CrdSource:
 CAPI_GLOBS = (
     "config/crd/bases/cluster.x-k8s.io_*.yaml",
     "core/config/crd/bases/cluster.x-k8s.io_*.yaml",
+    "config/crd/bases/addons.cluster.x-k8s.io_*.yaml",
+    "core/config/crd/bases/addons.cluster.x-k8s.io_*.yaml",
     "controlplane/kubeadm/config/crd/bases/*.yaml",
     "bootstrap/kubeadm/config/crd/bases/*.yaml",
 )

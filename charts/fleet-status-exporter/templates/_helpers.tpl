@@ -111,6 +111,12 @@ every authenticated user may read, so no CustomResourceDefinition access is need
   resources:
     - kubeadmcontrolplanes
   verbs: [get, list, watch]
+- apiGroups:
+    - addons.cluster.x-k8s.io
+  resources:
+    - clusterresourcesets
+    - clusterresourcesetbindings
+  verbs: [get, list, watch]
 {{- with .Values.rbac.infrastructureMachinePools }}
 - apiGroups:
     - infrastructure.cluster.x-k8s.io
