@@ -31,7 +31,8 @@ OUTPUTS: Final = ("json", "table")
 KINDS: Final = (
     "Cluster", "ClusterClass", "KubeadmControlPlane", "MachineDeployment", "MachineSet", "Machine",
     "MachinePool", "InfraMachinePool", "MachineHealthCheck", "ClusterResourceSet",
-    "ClusterResourceSetBinding", "ManifestWorkReplicaSet", "ManifestWork",
+    "ClusterResourceSetBinding", "ExtensionConfig", "MachineDrainRule",
+    "ManifestWorkReplicaSet", "ManifestWork",
     "ManagedCluster", "Placement", "PlacementDecision",
 )
 _ALIASES: Final = {

@@ -38,6 +38,7 @@ HEADLINE = {
     "Machine": "Ready",
     "MachineHealthCheck": "RemediationAllowed",
     "ClusterResourceSet": "ResourcesApplied",
+    "ExtensionConfig": "Discovered",
     "ManifestWorkReplicaSet": "Ready",
     "ManifestWork": "Available",
     "ManagedCluster": "ManagedClusterConditionAvailable",

@@ -40,6 +40,7 @@ NAMESPACED_RESOURCES = {
         "machinepools",
         "machinehealthchecks",
         "clusterclasses",
+        "machinedrainrules",
     )
 } | {
     ("controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes"),
@@ -51,7 +52,10 @@ NAMESPACED_RESOURCES = {
     ("cluster.open-cluster-management.io", "placementdecisions"),
     ("addon.open-cluster-management.io", "managedclusteraddons"),
 } | {("infrastructure.cluster.x-k8s.io", r) for r in INFRA_MACHINE_POOLS}
-CLUSTER_SCOPED_RESOURCES = {("cluster.open-cluster-management.io", "managedclusters")}
+CLUSTER_SCOPED_RESOURCES = {
+    ("cluster.open-cluster-management.io", "managedclusters"),
+    ("runtime.cluster.x-k8s.io", "extensionconfigs"),
+}
 SA = {"kind": "ServiceAccount", "name": "fse-fleet-status-exporter", "namespace": "monitoring"}
 
 Grant = tuple[str, str, str]
@@ -127,7 +131,8 @@ def test_namespaced_mode_uses_a_role_per_namespace() -> None:
         assert binding["roleRef"]["kind"] == "Role"
         assert binding["roleRef"]["name"] == roles[0]["metadata"]["name"]
         assert binding["subjects"] == [SA]
-    # ManagedClusters are cluster-scoped: only a ClusterRole can grant them, and it grants nothing else.
+    # ManagedClusters and ExtensionConfigs are cluster-scoped: only a ClusterRole can grant them, and
+    # it grants nothing else.
     assert grants(one(manifests, "ClusterRole")["rules"]) == read_only(CLUSTER_SCOPED_RESOURCES)
     assert one(manifests, "ClusterRoleBinding")["subjects"] == [SA]
 

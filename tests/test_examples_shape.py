@@ -24,7 +24,7 @@ MAX_OBJECTS = 172
 
 CLUSTER_NAME = "cluster.x-k8s.io/cluster-name"
 MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset"
-CLUSTER_SCOPED = {"ManagedCluster"}
+CLUSTER_SCOPED = {"ManagedCluster", "ExtensionConfig"}
 
 Obj = dict[str, Any]
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster on these files
@@ -433,6 +433,14 @@ STORIES: dict[str, Callable[[], bool]] = {
         and bool(_of("ClusterResourceSetBinding")),
     "capi ClusterResourceSet not applied (wrong Secret type)": lambda: any(
         _has(s, "ResourcesApplied", "False", "WrongSecretType") for s in _of("ClusterResourceSet")),
+    "capi ExtensionConfig discovered": lambda: any(
+        _has(e, "Discovered", "True", "Discovered") and bool(_get(e, "status.handlers"))
+        for e in _of("ExtensionConfig")),
+    "capi ExtensionConfig discovery failing": lambda: any(
+        _has(e, "Discovered", "False", "NotDiscovered") for e in _of("ExtensionConfig")),
+    "capi MachineDrainRule draining some Pods last": lambda: any(
+        _get(r, "spec.drain.behavior") == "Drain" and (_get(r, "spec.drain.order") or 0) > 0
+        for r in _of("MachineDrainRule")),
     "ocm add-on unavailable on an available cluster": lambda: any(
         _has(a, "Available", "False", "ProbeUnavailable") for a in _of("ManagedClusterAddOn")),
     "ocm add-on available but degraded": lambda: any(

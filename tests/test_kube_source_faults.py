@@ -228,23 +228,30 @@ async def test_ocm_not_installed_then_installed_then_removed(tmp_path: Path) -> 
 
 async def test_optional_capi_kinds_absent_then_installed_then_removed(tmp_path: Path) -> None:
     addons = "addons.cluster.x-k8s.io"
+    optional = {addons, "runtime.cluster.x-k8s.io"}
     e = await make_env(tmp_path)
     try:
-        e.api.install(*(t for t in CAPI_TYPES if t.group != addons))
+        # a CAPI release before v1.9 serves cluster.x-k8s.io without MachineDrainRules
+        e.api.install(*(t for t in CAPI_TYPES if t.group not in optional and t.kind != "MachineDrainRule"))
         e.api.create(obj("Cluster", "c1"))
         source = await e.start_source()
         await e.converged(source)  # a hub without the ClusterResourceSet CRDs is ready
-        assert not any(name.endswith(addons) for name in source.synced)
+        assert not any(name.endswith(tuple(optional)) for name in source.synced)
         assert source.stats.discovery_requests.get("error", 0) == 0
-        e.api.install(*(t for t in CAPI_TYPES if t.group == addons))
+        e.api.install(*(t for t in CAPI_TYPES if t.group in optional or t.kind == "MachineDrainRule"))
         e.api.create(obj("ClusterResourceSet", "cni"))
         e.api.create(obj("ClusterResourceSetBinding", "c1"))
+        e.api.create(obj("ExtensionConfig", "hooks"))
+        e.api.create(obj("MachineDrainRule", "storage-last"))
         await e.converged(source)  # found by the next discovery pass, without a restart
         assert source.synced[f"clusterresourcesets.{addons}"] is True
         assert ("ClusterResourceSetBinding", "ns1", "c1") in e.sink.objects
+        assert ("ExtensionConfig", "", "hooks") in e.sink.objects
+        assert ("MachineDrainRule", "ns1", "storage-last") in e.sink.objects
         e.api.uninstall(group=addons)
         await e.converged(source)
         assert ("ClusterResourceSet", "ns1", "cni") not in e.sink.objects
+        assert ("ExtensionConfig", "", "hooks") in e.sink.objects  # another group: kept
         assert ("Cluster", "ns1", "c1") in e.sink.objects
         assert f"clusterresourcesets.{addons}" not in source.synced
     finally:

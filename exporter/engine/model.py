@@ -466,10 +466,27 @@ class ClusterResourceSetBinding(Base):
     bindings: int | None = None  # the number of spec.bindings entries, one per ClusterResourceSet
 
 
+@dataclass(frozen=True, slots=True)
+class ExtensionConfig(Base):
+    """A Runtime Extension server registered with Cluster API (runtime.cluster.x-k8s.io, cluster-scoped)."""
+
+    handlers: int | None = None  # the number of status.handlers its discovery found
+
+
+@dataclass(frozen=True, slots=True)
+class MachineDrainRule(Base):
+    """How the Pods it selects are drained from the Machines it selects; it has no status."""
+
+    behavior: str = ""  # spec.drain.behavior: Drain, Skip or WaitCompleted
+    order: int | None = None  # spec.drain.order: lower orders are drained first
+
+
 
 # The Cluster API kinds above evaluated each on its own: no rule reads them, so a change to one
 # re-evaluates only itself, not its Cluster's group.
-READ_AS_REPORTED: tuple[type[Base], ...] = (ClusterResourceSet, ClusterResourceSetBinding)
+READ_AS_REPORTED: tuple[type[Base], ...] = (
+    ClusterResourceSet, ClusterResourceSetBinding, ExtensionConfig, MachineDrainRule,
+)
 
 
 # ---- Open Cluster Management ---------------------------------------------------------------

@@ -19,10 +19,12 @@ from exporter.engine.model import (
     ClusterResourceSet,
     ClusterResourceSetBinding,
     Counters,
+    ExtensionConfig,
     InfraMachinePool,
     KubeadmControlPlane,
     Machine,
     MachineDeployment,
+    MachineDrainRule,
     MachineHealthCheck,
     MachinePool,
     MachineSet,
@@ -44,6 +46,7 @@ from exporter.engine.rule_inputs import MACHINE_V1BETA1_READ
 CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
 ADDONS_GROUP: Final = "addons.cluster.x-k8s.io"
+RUNTIME_GROUP: Final = "runtime.cluster.x-k8s.io"
 PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
 REPLICAS_MANAGED_BY_ANNOTATION: Final = "cluster.x-k8s.io/replicas-managed-by"
 # The topology controller's upgrade step in progress: the control plane version it waits for.
@@ -449,6 +452,24 @@ def _cluster_resource_set_binding(
     )
 
 
+
+def _extension_config(raw: Mapping[str, Any], meta: Meta, f: Fields) -> ExtensionConfig:
+    handlers = f.list_(raw, "status.handlers")
+    return ExtensionConfig(
+        **_common(raw, meta, f, _reported_layout(meta, raw, f)),
+        handlers=len(handlers) if handlers or f.mapping(raw, "status") is not None else None,
+    )
+
+
+
+def _machine_drain_rule(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachineDrainRule:
+    common = _common(raw, meta, f, _reported_layout(meta, raw, f))
+    common["cluster_name"] = ""  # a rule selects Machines of any Cluster (spec.machines[].clusterSelector)
+    return MachineDrainRule(
+        **common, behavior=f.word_(raw, "spec.drain.behavior"), order=f.int_(raw, "spec.drain.order"),
+    )
+
+
 Reader = Callable[[Mapping[str, Any], Meta, Fields], Base]
 CAPI_READERS: Final[Mapping[tuple[str, str], Reader]] = MappingProxyType({
     (CAPI_GROUP, "Cluster"): _cluster,
@@ -461,4 +482,6 @@ CAPI_READERS: Final[Mapping[tuple[str, str], Reader]] = MappingProxyType({
     (CONTROLPLANE_GROUP, "KubeadmControlPlane"): _kubeadm_control_plane,
     (ADDONS_GROUP, "ClusterResourceSet"): _cluster_resource_set,
     (ADDONS_GROUP, "ClusterResourceSetBinding"): _cluster_resource_set_binding,
+    (RUNTIME_GROUP, "ExtensionConfig"): _extension_config,
+    (CAPI_GROUP, "MachineDrainRule"): _machine_drain_rule,
 })

@@ -17,9 +17,11 @@ from exporter.engine.model import (
     ClusterResourceSet,
     ClusterResourceSetBinding,
     Counters,
+    ExtensionConfig,
     KubeadmControlPlane,
     Machine,
     MachineDeployment,
+    MachineDrainRule,
     MachineHealthCheck,
     MachinePool,
     MachineSet,
@@ -429,12 +431,44 @@ CRS_BINDING = _reported_kind(
     ),
     conditions=False,  # a binding has no status
 )
+# Cluster-scoped: no namespace.
+EXTENSIONCONFIG = _reported_kind(
+    "capi_extensionconfig", "ExtensionConfig", ("name", "uid"),
+    info_family(
+        "capi_extensionconfig_info", "Information about an ExtensionConfig: one Runtime Extension server.",
+        (), lambda o: (), "metadata", compat=False,
+    ),
+    field_family(
+        "capi_extensionconfig_handlers",
+        "The number of Runtime Extension handlers the discovery of an ExtensionConfig found "
+        "(status.handlers); absent before its first discovery.",
+        "status.handlers", _count(lambda o: o.handlers), fields=("handlers",),
+    ),
+)
+MACHINEDRAINRULE = _reported_kind(
+    "capi_machinedrainrule", "MachineDrainRule", IDENTITY_NO_CLUSTER,
+    info_family(
+        "capi_machinedrainrule_info",
+        "Information about a MachineDrainRule: how the Pods it selects are drained (Drain, Skip or "
+        "WaitCompleted).", ("behavior",), lambda o: (o.behavior,), "spec.drain.behavior", compat=False,
+        fields=("behavior",),
+    ),
+    field_family(
+        "capi_machinedrainrule_drain_order",
+        "The order in which a MachineDrainRule's Pods are drained when its behavior is Drain (lower "
+        "first; spec.drain.order); absent when unset (0 for the controller).",
+        "spec.drain.order", _count(lambda o: o.order), fields=("order",),
+    ),
+    conditions=False,  # a rule has no status
+)
 
 KINDS: tuple[KindSpec, ...] = (
-    CLUSTER, CLUSTERCLASS, KCP, MD, MS, MP, MACHINE, MHC, CRS, CRS_BINDING,
+    CLUSTER, CLUSTERCLASS, KCP, MD, MS, MP, MACHINE, MHC, CRS, CRS_BINDING, EXTENSIONCONFIG,
+    MACHINEDRAINRULE,
 )
 PROJECTIONS: dict[type[Any], KindSpec] = {
     Cluster: CLUSTER, ClusterClass: CLUSTERCLASS, KubeadmControlPlane: KCP, MachineDeployment: MD,
     MachineSet: MS, MachinePool: MP, Machine: MACHINE, MachineHealthCheck: MHC,
-    ClusterResourceSet: CRS, ClusterResourceSetBinding: CRS_BINDING,
+    ClusterResourceSet: CRS, ClusterResourceSetBinding: CRS_BINDING, ExtensionConfig: EXTENSIONCONFIG,
+    MachineDrainRule: MACHINEDRAINRULE,
 }

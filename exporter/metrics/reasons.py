@@ -108,6 +108,8 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = _table(
             "Applied", "NotApplied", "WrongSecretType", "RemoteClusterClientFailed", "ClusterMatchFailed",
             "ApplyFailed", "RetrievingResourceFailed",
         ),
+        # ExtensionConfig (runtime.cluster.x-k8s.io): v1beta2, then v1beta1
+        "Discovered": ("Discovered", "NotDiscovered", "DiscoveryFailed"),
         # ---- Open Cluster Management ----
         "PlacementVerified": (
             "AsExpected", "PlacementDecisionNotFound", "PlacementDecisionEmpty", "NotAsExpected",

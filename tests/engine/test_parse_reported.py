@@ -7,10 +7,17 @@ from typing import Any
 
 from exporter.engine.evaluate import evaluate_all
 from exporter.engine.grouping import group_key
-from exporter.engine.model import ClusterResourceSet, ClusterResourceSetBinding, Status
+from exporter.engine.model import (
+    ClusterResourceSet,
+    ClusterResourceSetBinding,
+    ExtensionConfig,
+    MachineDrainRule,
+    Status,
+)
 from exporter.engine.parse import project
 
 ADDONS = "addons.cluster.x-k8s.io"
+RUNTIME = "runtime.cluster.x-k8s.io"
 T0 = "2026-11-20T10:14:09Z"
 
 
@@ -85,3 +92,51 @@ def test_evaluated_on_their_own_with_the_reported_conditions() -> None:
     assert [(c.type, c.reason) for c in reported] == [("ResourcesApplied", "Applied")]
     assert results["ClusterResourceSet"].computed == ()
     assert results["ClusterResourceSetBinding"].cluster_name == "c1"
+
+
+def test_extension_config_v1beta2_is_cluster_scoped_and_counts_its_handlers() -> None:
+    obj = raw("ExtensionConfig", f"{RUNTIME}/v1beta2", {"clientConfig": {"url": "https://x"}}, {
+        "conditions": [cond("Discovered", "False", "NotDiscovered", message="Error in discovery: x")],
+        "handlers": [{"name": "a"}, {"name": "b"}],
+    })
+    del obj["metadata"]["namespace"]
+    p = project(obj)
+    assert isinstance(p, ExtensionConfig)
+    assert (p.key, p.layout, p.handlers) == (("ExtensionConfig", "", "obj"), "v1beta2", 2)
+    (discovered,) = p.conditions
+    assert (discovered.type, discovered.status, discovered.reason) == (
+        "Discovered", Status.FALSE, "NotDiscovered")
+
+
+def test_extension_config_v1alpha1_stores_v1beta1_conditions() -> None:
+    # v1alpha1 is older than v1beta2: its status.conditions are v1beta1 conditions (CAPI 1.10 adds
+    # the v1beta2 ones under status.v1beta2), not metav1 ones as for a v1beta2 object.
+    old = {"conditions": [cond("Discovered", "False", "DiscoveryFailed", severity="Error")]}
+    p = project(raw("ExtensionConfig", f"{RUNTIME}/v1alpha1", {}, old))
+    assert isinstance(p, ExtensionConfig)
+    assert (p.layout, p.conditions, p.handlers) == ("v1beta1", (), 0)
+    assert p.v1beta1_conditions[0].severity == "Error"
+    mixed = project(raw("ExtensionConfig", f"{RUNTIME}/v1alpha1", {}, {
+        **old, "v1beta2": {"conditions": [cond("Discovered", "False", "NotDiscovered")]}}))
+    assert isinstance(mixed, ExtensionConfig)
+    assert mixed.layout == "v1beta1+v1beta2" and mixed.conditions[0].reason == "NotDiscovered"
+    before = project(raw("ExtensionConfig", f"{RUNTIME}/v1beta2", {}))
+    assert isinstance(before, ExtensionConfig) and before.handlers is None  # never discovered yet
+
+
+def test_machine_drain_rule_reads_its_drain_and_names_no_cluster() -> None:
+    p = project(raw("MachineDrainRule", "cluster.x-k8s.io/v1beta2", {
+        "drain": {"behavior": "Drain", "order": 100},
+        "machines": [{"clusterSelector": {"matchLabels": {"env": "prod"}}}],
+    }, labels={"cluster.x-k8s.io/cluster-name": "c1"}))
+    assert isinstance(p, MachineDrainRule)
+    # the label does not tie it to one Cluster: its Machines may be any Cluster's
+    assert (p.behavior, p.order, p.cluster_name, p.conditions) == ("Drain", 100, "", ())
+    assert group_key(p) == ("single", "MachineDrainRule", "ns/obj")
+    v1beta1 = project(raw("MachineDrainRule", "cluster.x-k8s.io/v1beta1", {"drain": {"behavior": "Skip"}}))
+    assert isinstance(v1beta1, MachineDrainRule)
+    assert (v1beta1.behavior, v1beta1.order) == ("Skip", None)
+    bad = project(raw("MachineDrainRule", "cluster.x-k8s.io/v1beta2",
+                      {"drain": {"behavior": "Drain", "order": "x"}}))
+    assert isinstance(bad, MachineDrainRule)
+    assert (bad.behavior, bad.order, len(bad.problems)) == ("Drain", None, 1)

@@ -24,6 +24,7 @@ WORK = "work.open-cluster-management.io"
 OCM_CLUSTER = "cluster.open-cluster-management.io"
 OCM_ADDON = "addon.open-cluster-management.io"
 ADDONS = "addons.cluster.x-k8s.io"
+RUNTIME = "runtime.cluster.x-k8s.io"
 
 CAPI_VERSIONS = ("v1beta2", "v1beta1")
 
@@ -40,9 +41,11 @@ CAPI_TYPES: tuple[ResourceType, ...] = (
     _capi("MachinePool", "machinepools"),
     _capi("MachineHealthCheck", "machinehealthchecks"),
     _capi("ClusterClass", "clusterclasses"),
+    _capi("MachineDrainRule", "machinedrainrules"),
     ResourceType(CONTROLPLANE, "KubeadmControlPlane", "kubeadmcontrolplanes", CAPI_VERSIONS),
     ResourceType(ADDONS, "ClusterResourceSet", "clusterresourcesets", CAPI_VERSIONS),
     ResourceType(ADDONS, "ClusterResourceSetBinding", "clusterresourcesetbindings", CAPI_VERSIONS),
+    ResourceType(RUNTIME, "ExtensionConfig", "extensionconfigs", ("v1beta2", "v1alpha1"), namespaced=False),
 )
 
 INFRA_TYPES: tuple[ResourceType, ...] = (
@@ -63,7 +66,9 @@ OCM_TYPES: tuple[ResourceType, ...] = (
 KNOWN: dict[tuple[str, str], ResourceType] = {
     (t.group, t.kind): t for t in (*CAPI_TYPES, *INFRA_TYPES, *OCM_TYPES)
 }
-CLUSTER_SCOPED_KINDS = {"ManagedCluster", "ManagedClusterSet", "Namespace", "ClusterManagementAddOn"}
+CLUSTER_SCOPED_KINDS = {
+    "ManagedCluster", "ManagedClusterSet", "Namespace", "ClusterManagementAddOn", "ExtensionConfig",
+}
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:

@@ -124,9 +124,10 @@ def obj(kind: str, name: str, ns: str = "ns1", api_version: str = "", **labels: 
         "DockerMachinePool": "infrastructure.cluster.x-k8s.io/v1beta1",
         "ClusterResourceSet": "addons.cluster.x-k8s.io/v1beta2",
         "ClusterResourceSetBinding": "addons.cluster.x-k8s.io/v1beta2",
+        "ExtensionConfig": "runtime.cluster.x-k8s.io/v1beta2",
     }
     meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
-    if kind != "ManagedCluster":
+    if kind not in ("ManagedCluster", "ExtensionConfig"):
         meta["namespace"] = ns
     version = api_version or groups.get(kind, "cluster.x-k8s.io/v1beta2")
     return {"apiVersion": version, "kind": kind, "metadata": meta, "spec": {}}

@@ -73,6 +73,8 @@ CAPI_GLOBS = (
     "core/config/crd/bases/cluster.x-k8s.io_*.yaml",
     "config/crd/bases/addons.cluster.x-k8s.io_*.yaml",
     "core/config/crd/bases/addons.cluster.x-k8s.io_*.yaml",
+    "config/crd/bases/runtime.cluster.x-k8s.io_*.yaml",
+    "core/config/crd/bases/runtime.cluster.x-k8s.io_*.yaml",
     "controlplane/kubeadm/config/crd/bases/*.yaml",
     "bootstrap/kubeadm/config/crd/bases/*.yaml",
 )

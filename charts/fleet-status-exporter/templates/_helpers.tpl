@@ -101,6 +101,7 @@ every authenticated user may read, so no CustomResourceDefinition access is need
     - clusterclasses
     - clusters
     - machinedeployments
+    - machinedrainrules
     - machinehealthchecks
     - machinepools
     - machines
@@ -151,6 +152,11 @@ every authenticated user may read, so no CustomResourceDefinition access is need
     - cluster.open-cluster-management.io
   resources:
     - managedclusters
+  verbs: [get, list, watch]
+- apiGroups:
+    - runtime.cluster.x-k8s.io
+  resources:
+    - extensionconfigs
   verbs: [get, list, watch]
 {{- end }}
 
