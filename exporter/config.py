@@ -32,6 +32,7 @@ KINDS: Final = (
     "Cluster", "ClusterClass", "KubeadmControlPlane", "MachineDeployment", "MachineSet", "Machine",
     "MachinePool", "InfraMachinePool", "MachineHealthCheck", "ClusterResourceSet",
     "ClusterResourceSetBinding", "ExtensionConfig", "MachineDrainRule",
+    "IPAddressClaim",
     "ManifestWorkReplicaSet", "ManifestWork",
     "ManagedCluster", "Placement", "PlacementDecision",
 )

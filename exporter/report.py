@@ -39,6 +39,7 @@ HEADLINE = {
     "MachineHealthCheck": "RemediationAllowed",
     "ClusterResourceSet": "ResourcesApplied",
     "ExtensionConfig": "Discovered",
+    "IPAddressClaim": "Ready",
     "ManifestWorkReplicaSet": "Ready",
     "ManifestWork": "Available",
     "ManagedCluster": "ManagedClusterConditionAvailable",

@@ -2,7 +2,7 @@
 
 Rules are flattened to (apiGroup, resource, verb) triples so a test states the whole grant; any
 extra resource, verb, wildcard or Secret access fails. The resource list is the exporter's
-contract (design.md): CAPI core, control-plane and add-on kinds (ClusterResourceSets),
+contract (design.md): CAPI core, control-plane, add-on and IPAM kinds (ClusterResourceSets, IPAddressClaims),
 InfraMachinePools, OCM work, cluster and add-on kinds; discovery reads /apis, so
 CustomResourceDefinitions are not needed.
 """
@@ -46,6 +46,7 @@ NAMESPACED_RESOURCES = {
     ("controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes"),
     ("addons.cluster.x-k8s.io", "clusterresourcesets"),
     ("addons.cluster.x-k8s.io", "clusterresourcesetbindings"),
+    ("ipam.cluster.x-k8s.io", "ipaddressclaims"),
     ("work.open-cluster-management.io", "manifestworkreplicasets"),
     ("work.open-cluster-management.io", "manifestworks"),
     ("cluster.open-cluster-management.io", "placements"),

@@ -441,6 +441,12 @@ STORIES: dict[str, Callable[[], bool]] = {
     "capi MachineDrainRule draining some Pods last": lambda: any(
         _get(r, "spec.drain.behavior") == "Drain" and (_get(r, "spec.drain.order") or 0) > 0
         for r in _of("MachineDrainRule")),
+    "capi IPAddressClaim allocated": lambda: any(
+        _has(c, "Ready", "True") and bool(_get(c, "status.addressRef.name"))
+        for c in _of("IPAddressClaim")),
+    "capi IPAddressClaim waiting on an exhausted pool": lambda: any(
+        _has(c, "Ready", "False", "PoolExhausted", "status.v1beta2.conditions")
+        for c in _of("IPAddressClaim")),
     "ocm add-on unavailable on an available cluster": lambda: any(
         _has(a, "Available", "False", "ProbeUnavailable") for a in _of("ManagedClusterAddOn")),
     "ocm add-on available but degraded": lambda: any(

@@ -228,7 +228,7 @@ async def test_ocm_not_installed_then_installed_then_removed(tmp_path: Path) -> 
 
 async def test_optional_capi_kinds_absent_then_installed_then_removed(tmp_path: Path) -> None:
     addons = "addons.cluster.x-k8s.io"
-    optional = {addons, "runtime.cluster.x-k8s.io"}
+    optional = {addons, "runtime.cluster.x-k8s.io", "ipam.cluster.x-k8s.io"}
     e = await make_env(tmp_path)
     try:
         # a CAPI release before v1.9 serves cluster.x-k8s.io without MachineDrainRules
@@ -243,11 +243,13 @@ async def test_optional_capi_kinds_absent_then_installed_then_removed(tmp_path: 
         e.api.create(obj("ClusterResourceSetBinding", "c1"))
         e.api.create(obj("ExtensionConfig", "hooks"))
         e.api.create(obj("MachineDrainRule", "storage-last"))
+        e.api.create(obj("IPAddressClaim", "m1-eth0"))
         await e.converged(source)  # found by the next discovery pass, without a restart
         assert source.synced[f"clusterresourcesets.{addons}"] is True
         assert ("ClusterResourceSetBinding", "ns1", "c1") in e.sink.objects
         assert ("ExtensionConfig", "", "hooks") in e.sink.objects
         assert ("MachineDrainRule", "ns1", "storage-last") in e.sink.objects
+        assert ("IPAddressClaim", "ns1", "m1-eth0") in e.sink.objects
         e.api.uninstall(group=addons)
         await e.converged(source)
         assert ("ClusterResourceSet", "ns1", "cni") not in e.sink.objects

@@ -101,7 +101,7 @@ def test_resources_are_the_plural_lowercase_kinds_the_exporter_serves() -> None:
         "clusters", "clusterclasses", "kubeadmcontrolplanes", "machinedeployments", "machinesets", "machines",
         "machinepools", "machinehealthchecks", "manifestworkreplicasets", "manifestworks", "placements",
         "managedclusters", "managedclusteraddons", "clusterresourcesets", "clusterresourcesetbindings",
-        "extensionconfigs", "machinedrainrules",
+        "extensionconfigs", "machinedrainrules", "ipaddressclaims",
     }
 
 

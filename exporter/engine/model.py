@@ -481,11 +481,20 @@ class MachineDrainRule(Base):
     order: int | None = None  # spec.drain.order: lower orders are drained first
 
 
+@dataclass(frozen=True, slots=True)
+class IPAddressClaim(Base):
+    """A request for an IP address from an IPAM provider's pool (ipam.cluster.x-k8s.io)."""
+
+    pool_kind: str = ""  # spec.poolRef
+    pool_name: str = ""
+    address_name: str = ""  # status.addressRef.name: the IPAddress allocated, once it is
+
+
 
 # The Cluster API kinds above evaluated each on its own: no rule reads them, so a change to one
 # re-evaluates only itself, not its Cluster's group.
 READ_AS_REPORTED: tuple[type[Base], ...] = (
-    ClusterResourceSet, ClusterResourceSetBinding, ExtensionConfig, MachineDrainRule,
+    ClusterResourceSet, ClusterResourceSetBinding, ExtensionConfig, MachineDrainRule, IPAddressClaim,
 )
 
 

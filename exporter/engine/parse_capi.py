@@ -21,6 +21,7 @@ from exporter.engine.model import (
     Counters,
     ExtensionConfig,
     InfraMachinePool,
+    IPAddressClaim,
     KubeadmControlPlane,
     Machine,
     MachineDeployment,
@@ -47,6 +48,7 @@ CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
 ADDONS_GROUP: Final = "addons.cluster.x-k8s.io"
 RUNTIME_GROUP: Final = "runtime.cluster.x-k8s.io"
+IPAM_GROUP: Final = "ipam.cluster.x-k8s.io"
 PAUSED_ANNOTATION: Final = "cluster.x-k8s.io/paused"
 REPLICAS_MANAGED_BY_ANNOTATION: Final = "cluster.x-k8s.io/replicas-managed-by"
 # The topology controller's upgrade step in progress: the control plane version it waits for.
@@ -470,6 +472,16 @@ def _machine_drain_rule(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machin
     )
 
 
+
+def _ip_address_claim(raw: Mapping[str, Any], meta: Meta, f: Fields) -> IPAddressClaim:
+    return IPAddressClaim(
+        **_common(raw, meta, f, _reported_layout(meta, raw, f)),
+        pool_kind=f.word_(raw, "spec.poolRef.kind"),
+        pool_name=f.word_(raw, "spec.poolRef.name"),
+        address_name=f.str_(raw, "status.addressRef.name"),
+    )
+
+
 Reader = Callable[[Mapping[str, Any], Meta, Fields], Base]
 CAPI_READERS: Final[Mapping[tuple[str, str], Reader]] = MappingProxyType({
     (CAPI_GROUP, "Cluster"): _cluster,
@@ -484,4 +496,5 @@ CAPI_READERS: Final[Mapping[tuple[str, str], Reader]] = MappingProxyType({
     (ADDONS_GROUP, "ClusterResourceSetBinding"): _cluster_resource_set_binding,
     (RUNTIME_GROUP, "ExtensionConfig"): _extension_config,
     (CAPI_GROUP, "MachineDrainRule"): _machine_drain_rule,
+    (IPAM_GROUP, "IPAddressClaim"): _ip_address_claim,
 })

@@ -18,6 +18,7 @@ from exporter.engine.model import (
     ClusterResourceSetBinding,
     Counters,
     ExtensionConfig,
+    IPAddressClaim,
     KubeadmControlPlane,
     Machine,
     MachineDeployment,
@@ -461,14 +462,24 @@ MACHINEDRAINRULE = _reported_kind(
     ),
     conditions=False,  # a rule has no status
 )
+IPADDRESSCLAIM = _reported_kind(
+    "capi_ipaddressclaim", "IPAddressClaim", IDENTITY,
+    info_family(
+        "capi_ipaddressclaim_info",
+        "Information about an IPAddressClaim: the pool it claims from (spec.poolRef) and the "
+        "IPAddress allocated to it (status.addressRef, empty until allocated).",
+        ("pool_kind", "pool_name", "address"), lambda o: (o.pool_kind, o.pool_name, o.address_name),
+        "spec.poolRef, status.addressRef", compat=False, fields=("pool_kind", "pool_name", "address_name"),
+    ),
+)
 
 KINDS: tuple[KindSpec, ...] = (
     CLUSTER, CLUSTERCLASS, KCP, MD, MS, MP, MACHINE, MHC, CRS, CRS_BINDING, EXTENSIONCONFIG,
-    MACHINEDRAINRULE,
+    MACHINEDRAINRULE, IPADDRESSCLAIM,
 )
 PROJECTIONS: dict[type[Any], KindSpec] = {
     Cluster: CLUSTER, ClusterClass: CLUSTERCLASS, KubeadmControlPlane: KCP, MachineDeployment: MD,
     MachineSet: MS, MachinePool: MP, Machine: MACHINE, MachineHealthCheck: MHC,
     ClusterResourceSet: CRS, ClusterResourceSetBinding: CRS_BINDING, ExtensionConfig: EXTENSIONCONFIG,
-    MachineDrainRule: MACHINEDRAINRULE,
+    MachineDrainRule: MACHINEDRAINRULE, IPAddressClaim: IPADDRESSCLAIM,
 }

@@ -143,11 +143,15 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = _table(
 )
 
 # Conditions whose reason sets are shared between kinds with different meanings get the union:
-# the MWRS Ready condition of the OCM proposal, the ManifestWork Available condition and the
-# ManagedClusterAddOn Available and Progressing conditions (the Addon*Reason* and
-# ProgressingReason* constants of open-cluster-management.io/api addon/v1alpha1).
+# the MWRS Ready condition of the OCM proposal and the IPAddressClaim's, the ManifestWork
+# Available condition and the ManagedClusterAddOn Available and Progressing conditions (the
+# Addon*Reason* and ProgressingReason* constants of open-cluster-management.io/api addon/v1alpha1).
 _EXTRA: Final[Mapping[str, frozenset[str]]] = {
-    "Ready": frozenset({"NotAllClustersAvailable", "AllClustersAvailable"}),
+    "Ready": frozenset({
+        "NotAllClustersAvailable", "AllClustersAvailable",
+        # IPAddressClaim (sigs.k8s.io/cluster-api/api ipam/v1beta2)
+        "AllocationFailed", "PoolNotReady", "PoolExhausted",
+    }),
     "Available": frozenset({
         "ResourcesAvailable", "ResourcesNotAvailable", "ResourcesStatusUnknown",
         "WorkNotFound", "WorkApplyFailed", "WorkNotApplied", "WorkApplied", "NoProbeResult",

@@ -17,6 +17,7 @@ CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
 ADDONS_GROUP: Final = "addons.cluster.x-k8s.io"
 RUNTIME_GROUP: Final = "runtime.cluster.x-k8s.io"
+IPAM_GROUP: Final = "ipam.cluster.x-k8s.io"
 INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
 WORK_GROUP: Final = "work.open-cluster-management.io"
 OCM_CLUSTER_GROUP: Final = "cluster.open-cluster-management.io"
@@ -59,6 +60,7 @@ WATCHED: Final[tuple[ResourceSpec, ...]] = (
     ResourceSpec(ADDONS_GROUP, "ClusterResourceSetBinding", CAPI_VERSIONS),
     ResourceSpec(RUNTIME_GROUP, "ExtensionConfig", ("v1beta2", "v1alpha1")),
     ResourceSpec(CAPI_GROUP, "MachineDrainRule", CAPI_VERSIONS),
+    ResourceSpec(IPAM_GROUP, "IPAddressClaim", ("v1beta2", "v1beta1", "v1alpha1")),
     ResourceSpec(WORK_GROUP, "ManifestWorkReplicaSet", ("v1alpha1",)),
     ResourceSpec(WORK_GROUP, "ManifestWork", ("v1",), label_selector=MWRS_LABEL),
     ResourceSpec(OCM_CLUSTER_GROUP, "ManagedCluster", ("v1",)),

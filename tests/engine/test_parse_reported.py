@@ -11,6 +11,7 @@ from exporter.engine.model import (
     ClusterResourceSet,
     ClusterResourceSetBinding,
     ExtensionConfig,
+    IPAddressClaim,
     MachineDrainRule,
     Status,
 )
@@ -140,3 +141,27 @@ def test_machine_drain_rule_reads_its_drain_and_names_no_cluster() -> None:
                       {"drain": {"behavior": "Drain", "order": "x"}}))
     assert isinstance(bad, MachineDrainRule)
     assert (bad.behavior, bad.order, len(bad.problems)) == ("Drain", None, 1)
+
+
+def test_ip_address_claim_in_its_cluster_with_pool_and_address() -> None:
+    spec = {"clusterName": "c1", "poolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool",
+                                              "name": "nodes"}}
+    p = project(raw("IPAddressClaim", "ipam.cluster.x-k8s.io/v1beta2", spec, {
+        "addressRef": {"name": "m1-0-0"},
+        "conditions": [cond("Ready", "True", "Ready", message="")],
+    }))
+    assert isinstance(p, IPAddressClaim)
+    assert (p.cluster_name, p.pool_kind, p.pool_name, p.address_name, p.layout) == (
+        "c1", "InClusterIPPool", "nodes", "m1-0-0", "v1beta2")
+    assert group_key(p) == ("single", "IPAddressClaim", "ns/obj")  # not its Cluster's group
+
+
+def test_ip_address_claim_before_v1beta2() -> None:
+    # v1alpha1 and v1beta1 store v1beta1 conditions; CAPI 1.10 adds the v1beta2 ones under status.v1beta2
+    waiting = {"conditions": [cond("Ready", "False", "PoolExhausted", severity="Error")],
+               "v1beta2": {"conditions": [cond("Ready", "False", "PoolExhausted", message="m")]}}
+    for version in ("v1alpha1", "v1beta1"):
+        p = project(raw("IPAddressClaim", f"ipam.cluster.x-k8s.io/{version}", {}, waiting))
+        assert isinstance(p, IPAddressClaim)
+        assert (p.layout, p.address_name) == ("v1beta1+v1beta2", "")
+        assert p.conditions[0].reason == "PoolExhausted" and p.v1beta1_conditions[0].severity == "Error"

@@ -25,6 +25,7 @@ OCM_CLUSTER = "cluster.open-cluster-management.io"
 OCM_ADDON = "addon.open-cluster-management.io"
 ADDONS = "addons.cluster.x-k8s.io"
 RUNTIME = "runtime.cluster.x-k8s.io"
+IPAM = "ipam.cluster.x-k8s.io"
 
 CAPI_VERSIONS = ("v1beta2", "v1beta1")
 
@@ -46,6 +47,7 @@ CAPI_TYPES: tuple[ResourceType, ...] = (
     ResourceType(ADDONS, "ClusterResourceSet", "clusterresourcesets", CAPI_VERSIONS),
     ResourceType(ADDONS, "ClusterResourceSetBinding", "clusterresourcesetbindings", CAPI_VERSIONS),
     ResourceType(RUNTIME, "ExtensionConfig", "extensionconfigs", ("v1beta2", "v1alpha1"), namespaced=False),
+    ResourceType(IPAM, "IPAddressClaim", "ipaddressclaims", ("v1beta2", "v1beta1", "v1alpha1")),
 )
 
 INFRA_TYPES: tuple[ResourceType, ...] = (

@@ -125,6 +125,7 @@ def obj(kind: str, name: str, ns: str = "ns1", api_version: str = "", **labels: 
         "ClusterResourceSet": "addons.cluster.x-k8s.io/v1beta2",
         "ClusterResourceSetBinding": "addons.cluster.x-k8s.io/v1beta2",
         "ExtensionConfig": "runtime.cluster.x-k8s.io/v1beta2",
+        "IPAddressClaim": "ipam.cluster.x-k8s.io/v1beta2",
     }
     meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
     if kind not in ("ManagedCluster", "ExtensionConfig"):

@@ -75,6 +75,8 @@ CAPI_GLOBS = (
     "core/config/crd/bases/addons.cluster.x-k8s.io_*.yaml",
     "config/crd/bases/runtime.cluster.x-k8s.io_*.yaml",
     "core/config/crd/bases/runtime.cluster.x-k8s.io_*.yaml",
+    "config/crd/bases/ipam.cluster.x-k8s.io_ipaddressclaims.yaml",
+    "core/config/crd/bases/ipam.cluster.x-k8s.io_ipaddressclaims.yaml",
     "controlplane/kubeadm/config/crd/bases/*.yaml",
     "bootstrap/kubeadm/config/crd/bases/*.yaml",
 )

@@ -118,6 +118,11 @@ every authenticated user may read, so no CustomResourceDefinition access is need
     - clusterresourcesets
     - clusterresourcesetbindings
   verbs: [get, list, watch]
+- apiGroups:
+    - ipam.cluster.x-k8s.io
+  resources:
+    - ipaddressclaims
+  verbs: [get, list, watch]
 {{- with .Values.rbac.infrastructureMachinePools }}
 - apiGroups:
     - infrastructure.cluster.x-k8s.io
