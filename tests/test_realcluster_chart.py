@@ -45,9 +45,13 @@ OCM_WORK = "work.open-cluster-management.io"
 OCM_CLUSTER = "cluster.open-cluster-management.io"
 MANAGED_CLUSTERS = f"managedclusters.{OCM_CLUSTER}"
 AWS_MACHINE_POOLS = "awsmachinepools.infrastructure.cluster.x-k8s.io"
+EXTENSION_CONFIGS = "extensionconfigs.runtime.cluster.x-k8s.io"
+CLUSTER_SCOPED = {MANAGED_CLUSTERS, EXTENSION_CONFIGS}
 EXPECTED_RESOURCES = frozenset({
     *(f"{p}.{CAPI}" for p in ("clusters", "clusterclasses", "machinedeployments", "machinehealthchecks",
-                              "machinepools", "machines", "machinesets")),
+                              "machinepools", "machines", "machinesets", "machinedrainrules")),
+    "clusterresourcesets.addons.cluster.x-k8s.io", "clusterresourcesetbindings.addons.cluster.x-k8s.io",
+    EXTENSION_CONFIGS, "ipaddressclaims.ipam.cluster.x-k8s.io",
     "kubeadmcontrolplanes.controlplane.cluster.x-k8s.io",
     AWS_MACHINE_POOLS,
     f"manifestworkreplicasets.{OCM_WORK}", f"manifestworks.{OCM_WORK}",
@@ -348,15 +352,16 @@ def test_a_hub_watched_through_the_chart_kubeconfig_secret(hub: Hub) -> None:
 
 # ---- a resource the chart's RBAC does not grant ----
 
-FORBIDDEN = {
-    # Namespaced mode without the ClusterRole for the cluster-scoped ManagedClusters.
-    "managedclusters": ({**NAMESPACED_VALUES, "rbac": {"clusterScopedResources": False}}, MANAGED_CLUSTERS),
+FORBIDDEN: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
+    # Namespaced mode without the ClusterRole for the cluster-scoped ManagedClusters and ExtensionConfigs.
+    "managedclusters": ({**NAMESPACED_VALUES, "rbac": {"clusterScopedResources": False}},
+                        (EXTENSION_CONFIGS, MANAGED_CLUSTERS)),
     # An InfraMachinePool list that leaves out the provider whose pools the MachinePools reference,
     # cluster-wide (one scope) and namespaced (one scope per watched namespace).
     "awsmachinepools": ({"rbac": {"infrastructureMachinePools": ["dockermachinepools", "azuremachinepools"]}},
-                        AWS_MACHINE_POOLS),
+                        (AWS_MACHINE_POOLS,)),
     "awsmachinepools-namespaced": ({**NAMESPACED_VALUES, "rbac": {"infrastructureMachinePools": [
-        "dockermachinepools"]}}, AWS_MACHINE_POOLS),
+        "dockermachinepools"]}}, (AWS_MACHINE_POOLS,)),
 }
 
 
@@ -366,31 +371,37 @@ def test_a_resource_the_chart_does_not_grant_is_reported_not_waited_for(hub: Hub
     install = hub.install(f"fse-without-{case}", values)
     assert not install.rejected
     namespaces = values.get("namespaces")
-    resource, _, group = forbidden.partition(".")
-    scopes = [None] if forbidden == MANAGED_CLUSTERS or not namespaces else namespaces
-    assert not any(hub.allowed(install, group, resource, ns) for ns in scopes)
-    hub.await_rbac(install, namespaces, EXPECTED_RESOURCES - {forbidden})
+
+    def scopes(name: str) -> list[str | None]:
+        return [None] if name in CLUSTER_SCOPED or not namespaces else list(namespaces)
+
+    for name in forbidden:
+        resource, _, group = name.partition(".")
+        assert not any(hub.allowed(install, group, resource, ns) for ns in scopes(name))
+    hub.await_rbac(install, namespaces, EXPECTED_RESOURCES - set(forbidden))
     with hub.run(install, f"without-{case}") as exporter:
         took = exporter.wait_ready(timeout=30)
         status, body = exporter.get("/readyz")
         samples = exporter.samples()
         log = exporter.log_text()
     assert status == 200 and took < 20
-    wheres = [forbidden + (f" in namespace {ns}" if ns else "") for ns in scopes]
+    wheres = [name + (f" in namespace {ns}" if ns else "") for name in forbidden for ns in scopes(name)]
     # /readyz lists each forbidden scope, and nothing else.
     assert body.splitlines()[0] == "ready"
     assert sorted(line.partition(": forbidden")[0] for line in body.splitlines()[1:]) == sorted(wheres), body
     # ... with the server's whole message, which names what is missing.
     for line in body.splitlines()[1:]:
+        resource, _, group = line.partition(": forbidden")[0].split(" ")[0].partition(".")
         assert f'cannot list resource "{resource}" in API group "{group}"' in line, line
-    # Everything else is read; only the forbidden resource is missing.
-    assert _unsynced(samples, EXPECTED_RESOURCES) == [forbidden]
-    assert value(samples, "fleet_status_exporter_resource_unreadable", resource=forbidden,
-                 reason="forbidden") == 1.0
-    assert _by_resource(samples, "resource_unreadable") == {forbidden: 1.0}
+    # Everything else is read; only the forbidden resources are missing.
+    assert _unsynced(samples, EXPECTED_RESOURCES) == sorted(forbidden)
+    for name in forbidden:
+        assert value(samples, "fleet_status_exporter_resource_unreadable", resource=name,
+                     reason="forbidden") == 1.0
+    assert _by_resource(samples, "resource_unreadable") == dict.fromkeys(forbidden, 1.0)
     # One warning per forbidden scope, naming the resource (and the namespace); nothing worse.
     logged = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     warned = sorted(d["msg"].partition(" (")[0] for d in logged
-                    if forbidden in d["msg"] and d["level"] not in ("debug", "info"))
+                    if any(name in d["msg"] for name in forbidden) and d["level"] not in ("debug", "info"))
     assert warned == sorted(f"cannot list {w}" for w in wheres), log[-3000:]
     assert [d for d in logged if d["level"] in ("error", "critical")] == []
