@@ -24,18 +24,13 @@ from exporter.logging_setup import (
     canonical_level,
 )
 from exporter.sharding import ordinal_from_pod_name
+from exporter.sources.discovery import INFRA_MACHINE_POOL, WATCHED
 
 DEFAULT_LISTEN: Final = ":9842"
 OUTPUTS: Final = ("json", "table")
-# Kinds --exclude-resource accepts; plural resource names are accepted too (machines, mwrs, ...).
-KINDS: Final = (
-    "Cluster", "ClusterClass", "KubeadmControlPlane", "MachineDeployment", "MachineSet", "Machine",
-    "MachinePool", "InfraMachinePool", "MachineHealthCheck", "ClusterResourceSet",
-    "ClusterResourceSetBinding", "ExtensionConfig", "MachineDrainRule",
-    "IPAddressClaim",
-    "ManifestWorkReplicaSet", "ManifestWork",
-    "ManagedCluster", "Placement", "PlacementDecision",
-)
+# Kinds --exclude-resource accepts: every watched kind, and the name covering every provider's
+# MachinePool kind; plural resource names are accepted too (machines, mwrs, ...).
+KINDS: Final = (*(spec.kind for spec in WATCHED), INFRA_MACHINE_POOL)
 _ALIASES: Final = {
     "mwrs": "ManifestWorkReplicaSet", "kcp": "KubeadmControlPlane", "mhc": "MachineHealthCheck",
 }

@@ -45,6 +45,12 @@ def test_serve_is_the_default_command_and_flags_fill_the_config(tmp_path):
         config.shard = 2  # type: ignore[misc]
 
 
+
+def test_every_watched_kind_can_be_excluded() -> None:
+    from exporter.sources.discovery import INFRA_MACHINE_POOL, WATCHED
+
+    for kind in (*(spec.kind for spec in WATCHED), INFRA_MACHINE_POOL):
+        assert parse(["--exclude-resource", kind]).exclude_resources == (kind,)
 @pytest.mark.parametrize(("argv", "message"), [
     (["--web.listen-address", "9842"], "--web.listen-address '9842': expected HOST:PORT"),
     (["--shard", "3", "--total-shards", "3"], "--shard 3: must be below --total-shards 3"),
