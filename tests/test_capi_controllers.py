@@ -1,8 +1,8 @@
 """The engine against the live Cluster API controllers: the core, KubeadmControlPlane, kubeadm
 bootstrap and Docker (in-memory backend) managers of ``tests/realcluster/capi`` run on a real API
 server (``tests/realcluster/controllers.py``), bring up a ClusterClass-based cluster of 3 control
-plane and 2 worker Machines, then scale its workers to 3 and down to 1, while the exporter watches
-the same server.
+plane and 2 worker Machines, then scale its workers to 3 and down to 1 and upgrade its Kubernetes
+version through the ClusterClass topology, while the exporter watches the same server.
 
 Every ``SAMPLE_EVERY`` seconds the test reads the exporter's ``capi_*_status_condition_mismatch``
 series, and evaluates a snapshot of the objects with the engine in-process to compare status, reason
@@ -41,7 +41,11 @@ pytestmark = [pytest.mark.capi, pytest.mark.realcluster]
 DATA = build.HERE / "capi"
 NAMESPACE = "capi-test"
 CLUSTER = "in-memory"
+# The in-memory provider's upgrade pair of the test module (KUBERNETES_VERSION_UPGRADE_FROM/_TO in
+# test/e2e/config/docker.yaml).
 KUBERNETES_VERSION = "v1.36.4"
+UPGRADED_VERSION = "v1.37.0"
+CONTROL_PLANE = 3
 SAMPLE_EVERY = 2.0
 PROPAGATION = 10.0  # how long a status or reason difference may last, in seconds
 # A KubeadmControlPlane copies its Machines' conditions into MachinesReady and Available only on its
@@ -161,17 +165,23 @@ def condition(objects: list[Obj], kind: str, name: str, type_: str) -> str | Non
     return None
 
 
-def workers_settled(replicas: int) -> Callable[[list[Obj]], bool]:
-    """The Cluster's workers report ``replicas`` replicas, all available and up to date, and the
-    Cluster is Available and no longer scaling."""
+def settled(workers: int, version: str = KUBERNETES_VERSION) -> Callable[[list[Obj]], bool]:
+    """The Cluster's control plane and workers report all their replicas (``CONTROL_PLANE`` and
+    ``workers``) available and up to date, every Machine runs ``version``, and the Cluster is
+    Available, its topology reconciled, and no longer scaling or rolling out."""
     def done(objects: list[Obj]) -> bool:
         clusters = [o for o in objects if o["kind"] == "Cluster" and o["metadata"]["name"] == CLUSTER]
-        workers = (clusters[0].get("status") or {}).get("workers") or {} if clusters else {}
-        return (all(workers.get(f) == replicas for f in ("desiredReplicas", "replicas", "availableReplicas",
-                                                          "upToDateReplicas"))
+        status = (clusters[0].get("status") or {}) if clusters else {}
+        counts = ((status.get("controlPlane") or {}, CONTROL_PLANE), (status.get("workers") or {}, workers))
+        machines = [o for o in objects if o["kind"] == "Machine"]
+        return (all(replicas.get(f) == n for replicas, n in counts
+                    for f in ("desiredReplicas", "replicas", "availableReplicas", "upToDateReplicas"))
+                and len(machines) == CONTROL_PLANE + workers
+                and all(m["spec"].get("version") == version for m in machines)
                 and condition(objects, "Cluster", CLUSTER, "Available") == "True"
-                and condition(objects, "Cluster", CLUSTER, "ScalingUp") == "False"
-                and condition(objects, "Cluster", CLUSTER, "ScalingDown") == "False")
+                and condition(objects, "Cluster", CLUSTER, "TopologyReconciled") == "True"
+                and all(condition(objects, "Cluster", CLUSTER, t) == "False"
+                        for t in ("ScalingUp", "ScalingDown", "RollingOut")))
     return done
 
 
@@ -179,6 +189,11 @@ def scale_workers(cluster: RealCluster, replicas: int) -> None:
     md = {"class": "default-worker", "name": "md-0", "replicas": replicas}
     cluster.patch("cluster.x-k8s.io/v1beta2", "Cluster", NAMESPACE, CLUSTER,
                   {"spec": {"topology": {"workers": {"machineDeployments": [md]}}}})
+
+
+def upgrade(cluster: RealCluster, version: str) -> None:
+    cluster.patch("cluster.x-k8s.io/v1beta2", "Cluster", NAMESPACE, CLUSTER,
+                  {"spec": {"topology": {"version": version}}})
 
 
 @pytest.fixture
@@ -199,8 +214,8 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
         obj["metadata"]["namespace"] = NAMESPACE
         cluster.apply(obj)
     for obj in load_manifests(DATA / "cluster-in-memory.yaml", CLUSTER_NAME=CLUSTER, NAMESPACE=NAMESPACE,
-                              KUBERNETES_VERSION=KUBERNETES_VERSION, CONTROL_PLANE_MACHINE_COUNT=3,
-                              WORKER_MACHINE_COUNT=2):
+                              KUBERNETES_VERSION=KUBERNETES_VERSION,
+                              CONTROL_PLANE_MACHINE_COUNT=CONTROL_PLANE, WORKER_MACHINE_COUNT=2):
         cluster.apply(obj)
 
     started = time.monotonic()
@@ -232,11 +247,13 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
                 raise AssertionError(f"{phase}: not done after {PHASE_WITHIN:.0f}s\n{controllers.tails()}")
             time.sleep(max(0.0, SAMPLE_EVERY - (time.monotonic() - tick)))
 
-    sample_until("available", workers_settled(2))
+    sample_until("available", settled(2))
     scale_workers(cluster, 3)
-    sample_until("scaled up to 3 workers", workers_settled(3))
+    sample_until("scaled up to 3 workers", settled(3))
     scale_workers(cluster, 1)
-    sample_until("scaled down to 1 worker", workers_settled(1))
+    sample_until("scaled down to 1 worker", settled(1))
+    upgrade(cluster, UPGRADED_VERSION)
+    sample_until(f"upgraded to {UPGRADED_VERSION}", settled(1, UPGRADED_VERSION))
 
     kinds = sorted({k[0] for k in compared})
     report = {
