@@ -2,7 +2,8 @@
 bootstrap and Docker (in-memory backend) managers of ``tests/realcluster/capi`` run on a real API
 server (``tests/realcluster/controllers.py``), bring up a ClusterClass-based cluster of 3 control
 plane and 2 worker Machines, then scale its workers to 3 and down to 1 and upgrade its Kubernetes
-version through the ClusterClass topology, while the exporter watches the same server.
+version through the ClusterClass topology, delete a worker Machine by hand (it is replaced) and
+finally the Cluster, while the exporter watches the same server.
 
 Every ``SAMPLE_EVERY`` seconds the test reads the exporter's ``capi_*_status_condition_mismatch``
 series, and evaluates a snapshot of the objects with the engine in-process to compare status, reason
@@ -185,6 +186,33 @@ def settled(workers: int, version: str = KUBERNETES_VERSION) -> Callable[[list[O
     return done
 
 
+def replaced(deleted: str, workers: int, version: str) -> Callable[[list[Obj]], bool]:
+    """The Machine ``deleted`` is gone and the Cluster settled again with a replacement."""
+    steady = settled(workers, version)
+    return lambda objects: (steady(objects) and not any(
+        o["kind"] == "Machine" and o["metadata"]["name"] == deleted for o in objects))
+
+
+def gone(objects: list[Obj]) -> bool:
+    """Nothing of the Cluster is left but the ClusterClass and objects whose owners are all gone:
+    the controllers delete the rest themselves, and leave those (the control plane's
+    MachineHealthCheck) to the garbage collector, which the test's API server does not run."""
+    uids = {o["metadata"]["uid"] for o in objects}
+
+    def left(o: Obj) -> bool:
+        owners = o["metadata"].get("ownerReferences") or []
+        return not owners or any(ref["uid"] in uids for ref in owners)
+
+    return not any(o["kind"] != "ClusterClass" and left(o) for o in objects)
+
+
+def worker_machine(cluster: RealCluster) -> str:
+    machines = [m for m in cluster.list("cluster.x-k8s.io/v1beta2", "Machine")
+                if "cluster.x-k8s.io/control-plane" not in (m["metadata"].get("labels") or {})]
+    assert machines, "no worker Machine to delete"
+    return str(machines[0]["metadata"]["name"])
+
+
 def scale_workers(cluster: RealCluster, replicas: int) -> None:
     md = {"class": "default-worker", "name": "md-0", "replicas": replicas}
     cluster.patch("cluster.x-k8s.io/v1beta2", "Cluster", NAMESPACE, CLUSTER,
@@ -223,11 +251,13 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
     compared: set[Key] = set()
     samples = 0
     phases: dict[str, float] = {}
+    spans: dict[str, tuple[float, float]] = {}  # each step's first and last sample
 
     def sample_until(phase: str, done: Callable[[list[Obj]], bool]) -> None:
         """Samples until ``done`` holds, then STEADY seconds more."""
         nonlocal compared, samples
         phase_started = time.monotonic()
+        first = phase_started - started
         done_at: float | None = None
         while done_at is None or time.monotonic() < done_at + STEADY:
             tick = time.monotonic()
@@ -246,6 +276,7 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
             if done_at is None and time.monotonic() - phase_started > PHASE_WITHIN:
                 raise AssertionError(f"{phase}: not done after {PHASE_WITHIN:.0f}s\n{controllers.tails()}")
             time.sleep(max(0.0, SAMPLE_EVERY - (time.monotonic() - tick)))
+        spans[phase] = (first, time.monotonic() - started)
 
     sample_until("available", settled(2))
     scale_workers(cluster, 3)
@@ -254,13 +285,29 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
     sample_until("scaled down to 1 worker", settled(1))
     upgrade(cluster, UPGRADED_VERSION)
     sample_until(f"upgraded to {UPGRADED_VERSION}", settled(1, UPGRADED_VERSION))
+    machine = worker_machine(cluster)
+    cluster.delete("cluster.x-k8s.io/v1beta2", "Machine", NAMESPACE, machine)
+    sample_until("worker Machine deleted and replaced", replaced(machine, 1, UPGRADED_VERSION))
+    cluster.delete("cluster.x-k8s.io/v1beta2", "Cluster", NAMESPACE, CLUSTER)
+    sample_until("Cluster deleted", gone)
 
     kinds = sorted({k[0] for k in compared})
+
+    def longest_in(phase: str, differences: Differences, fields: tuple[str, ...] = ()) -> float:
+        """The longest difference that began during ``phase``, of ``fields`` when given."""
+        start, end = spans[phase]
+        return round(max((s.last - s.first for k, s, _ in differences.all()
+                          if start <= s.first < end and (not fields or k[4] in fields)), default=0.0), 1)
+
     report = {
         "phase_seconds": phases, "samples": samples,
         "conditions_compared": len(compared),
         "kinds_compared": kinds,
         "longest_exported_mismatch_seconds": round(exported.longest(), 1),
+        "longest_by_phase": {phase: {"exported": longest_in(phase, exported),
+                                     "status_or_reason": longest_in(phase, engine, ("status", "reason")),
+                                     "message": longest_in(phase, engine, ("message",))}
+                             for phase in spans},
         "exported_mismatches": [[*k, round(s.last - s.first, 1), resolved]
                                 for k, s, resolved in exported.all()],
         "engine_differences": [
