@@ -14,6 +14,10 @@ for messages, the one known exception being the "is blocked because" lines of pr
 live in controller memory (docs/upstream-differences.md). The test prints what it compared and every
 difference it saw, with how long it lasted (``report.json`` in its temporary directory too).
 
+A real Prometheus scrapes the exporter with the shipped rules, ``for`` scaled down (``scaled_for``):
+scaling and the upgrade must raise no page, nothing may fire once the deleted Machine is replaced,
+and the Cluster being deleted must not be reported not available.
+
 Marker ``capi``: skipped unless pytest runs with ``--capi`` (``make test-capi``, which also builds
 the managers once per machine: ``make capi-tools``).
 """
@@ -21,21 +25,27 @@ the managers once per machine: ``make capi-tools``).
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from exporter.engine.evaluate import evaluate_group
 from exporter.engine.grouping import group_projections
 from exporter.engine.parse import project_unguarded
 from tests.realcluster import build
-from tests.realcluster.cluster import Obj, RealCluster
+from tests.realcluster.cluster import Obj, RealCluster, free_port
 from tests.realcluster.controllers import Controllers, load_manifests
 from tests.realcluster.exporter import Exporter, Sample
+from tests.test_e2e_prometheus import JOB, PROMETHEUS, RULE_FILES, _get, _object, _stop, _wait
 
 pytestmark = [pytest.mark.capi, pytest.mark.realcluster]
 
@@ -50,8 +60,9 @@ CONTROL_PLANE = 3
 SAMPLE_EVERY = 2.0
 PROPAGATION = 10.0  # how long a status or reason difference may last, in seconds
 # A KubeadmControlPlane copies its Machines' conditions into MachinesReady and Available only on its
-# next reconcile, after the workload cluster's health checks: 8 s seen.
-MESSAGE_PROPAGATION = 16.0
+# next reconcile, after the workload cluster's health checks: 8 s seen while the cluster comes up,
+# 14-16 s while the control plane rolls out its upgrade.
+MESSAGE_PROPAGATION = 20.0
 PHASE_WITHIN = 420.0
 STEADY = 20.0  # sampled on after each phase is done
 KINDS = (
@@ -62,6 +73,7 @@ KINDS = (
 )
 
 Key = tuple[str, ...]
+Alert = tuple[str, str, str, str]  # (state, alertname, severity, object) as Prometheus has it
 
 
 @dataclass
@@ -224,19 +236,67 @@ def upgrade(cluster: RealCluster, version: str) -> None:
                   {"spec": {"topology": {"version": version}}})
 
 
+def scaled_for(rules: str) -> str:
+    """The rules with every ``for`` a tenth of the shipped one (15m becomes 90s): an in-memory
+    Machine starts in about 16 s (the ClusterClass's startupDuration: VM 10 s, node, etcd and API
+    server 2 s each) where a real one takes a few minutes."""
+    seconds = {"m": 6, "h": 360}
+    scaled = re.sub(r"^(\s+for:) (\d+)([mh])$", lambda m: f"{m[1]} {int(m[2]) * seconds[m[3]]}s", rules,
+                    flags=re.MULTILINE)
+    assert not re.search(r"^\s+for: (?!\d+s$)", scaled, flags=re.MULTILINE), "a `for` left unscaled"
+    return scaled
+
+
+@contextmanager
+def prometheus(workdir: Path, target: str) -> Iterator[str]:
+    """A real Prometheus scraping ``target`` every second with the shipped rules, ``for`` scaled."""
+    assert PROMETHEUS, "the prometheus binary is not installed (Debian package prometheus)"
+    workdir.mkdir()
+    rules = []
+    for src in RULE_FILES:
+        (workdir / src.name).write_text(scaled_for(src.read_text()))
+        rules.append(str(workdir / src.name))
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": rules,
+              "scrape_configs": [{"job_name": JOB, "honor_labels": True,
+                                  "static_configs": [{"targets": [target]}]}]}
+    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+    base = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={workdir / 'data'}",
+         f"--web.listen-address={base.removeprefix('http://')}", "--log.level=warn"],
+        stdout=subprocess.DEVNULL, stderr=(workdir / "prometheus.log").open("wb"))
+    try:
+        def scraped() -> bool:
+            assert proc.poll() is None, "prometheus exited: " + (workdir / "prometheus.log").read_text()
+            query = urllib.parse.urlencode({"query": f'up{{job="{JOB}"}} == 1'})
+            return bool(_get(f"{base}/api/v1/query?{query}")["data"]["result"])
+
+        _wait("Prometheus to scrape the exporter", scraped, 30)
+        yield base
+    finally:
+        _stop(proc)
+
+
+def alerts(base: str) -> set[Alert]:
+    """Every alert Prometheus has pending or firing."""
+    return {(a["state"], a["labels"]["alertname"], a["labels"].get("severity", ""), _object(a["labels"]))
+            for a in _get(f"{base}/api/v1/alerts")["data"]["alerts"]}
+
+
 @pytest.fixture
-def management(tmp_path: Path) -> Iterator[tuple[RealCluster, Controllers, Exporter]]:
+def management(tmp_path: Path) -> Iterator[tuple[RealCluster, Controllers, Exporter, str]]:
     with (RealCluster(tmp_path / "cluster") as cluster,
           Controllers(cluster, tmp_path / "controllers") as controllers):
         kubeconfig = cluster.admin_kubeconfig(tmp_path / "exporter-kubeconfig")
         with Exporter(tmp_path / "exporter.log", "--kubeconfig", str(kubeconfig)) as exporter:
             exporter.wait_ready()
-            yield cluster, controllers, exporter
+            with prometheus(tmp_path / "prometheus", f"127.0.0.1:{exporter.port}") as prom:
+                yield cluster, controllers, exporter, prom
 
 
 def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_scales(
-        management: tuple[RealCluster, Controllers, Exporter], tmp_path: Path) -> None:
-    cluster, controllers, exporter = management
+        management: tuple[RealCluster, Controllers, Exporter, str], tmp_path: Path) -> None:
+    cluster, controllers, exporter, prom = management
     cluster.ensure_namespace(NAMESPACE)
     for obj in load_manifests(DATA / "clusterclass-in-memory.yaml"):
         obj["metadata"]["namespace"] = NAMESPACE
@@ -251,6 +311,8 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
     compared: set[Key] = set()
     samples = 0
     phases: dict[str, float] = {}
+    seen_alerts: dict[str, set[Alert]] = {}  # pending or firing at any sample of a step
+    left_firing: dict[str, set[Alert]] = {}  # firing when a step ends
     spans: dict[str, tuple[float, float]] = {}  # each step's first and last sample
 
     def sample_until(phase: str, done: Callable[[list[Obj]], bool]) -> None:
@@ -269,6 +331,7 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
             exported.observe(at, mismatches)
             engine.observe(at, differences)
             compared |= seen
+            seen_alerts.setdefault(phase, set()).update(alerts(prom))
             samples += 1
             if done_at is None and done(objects):
                 done_at = time.monotonic()
@@ -276,6 +339,7 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
             if done_at is None and time.monotonic() - phase_started > PHASE_WITHIN:
                 raise AssertionError(f"{phase}: not done after {PHASE_WITHIN:.0f}s\n{controllers.tails()}")
             time.sleep(max(0.0, SAMPLE_EVERY - (time.monotonic() - tick)))
+        left_firing[phase] = {a for a in alerts(prom) if a[0] == "firing"}
         spans[phase] = (first, time.monotonic() - started)
 
     sample_until("available", settled(2))
@@ -285,11 +349,14 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
     sample_until("scaled down to 1 worker", settled(1))
     upgrade(cluster, UPGRADED_VERSION)
     sample_until(f"upgraded to {UPGRADED_VERSION}", settled(1, UPGRADED_VERSION))
+    rollouts = ["scaled up to 3 workers", "scaled down to 1 worker", f"upgraded to {UPGRADED_VERSION}"]
     machine = worker_machine(cluster)
     cluster.delete("cluster.x-k8s.io/v1beta2", "Machine", NAMESPACE, machine)
-    sample_until("worker Machine deleted and replaced", replaced(machine, 1, UPGRADED_VERSION))
+    replacing = "worker Machine deleted and replaced"
+    sample_until(replacing, replaced(machine, 1, UPGRADED_VERSION))
     cluster.delete("cluster.x-k8s.io/v1beta2", "Cluster", NAMESPACE, CLUSTER)
-    sample_until("Cluster deleted", gone)
+    deleting = "Cluster deleted"
+    sample_until(deleting, gone)
 
     kinds = sorted({k[0] for k in compared})
 
@@ -315,6 +382,9 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
              "resolved": resolved, "engine_vs_controller": s.values}
             for k, s, resolved in engine.all()],
     }
+    report["alerts"] = {phase: {"seen": sorted(map(list, seen_alerts[phase])),
+                                "firing_at_the_end": sorted(map(list, left_firing[phase]))}
+                        for phase in phases}
     (tmp_path / "report.json").write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
 
@@ -329,3 +399,15 @@ def test_the_engine_says_what_the_controllers_say_while_a_cluster_comes_up_and_s
                if k[4] == "message" and (seconds := unexplained_seconds(s)) is not None
                and (not resolved or seconds > MESSAGE_PROPAGATION)]
     assert not lasting, f"message differences lasting over {MESSAGE_PROPAGATION}s or unresolved: {lasting}"
+
+    # The alerts about the scenario's objects; the exporter's own (FleetStatusExporterStaleData: no
+    # successful watch in the unscaled 30m window of a Prometheus started with the test) are not.
+    ours = {phase: {a for a in found if a[3].startswith(f"{NAMESPACE}/")}
+            for phase, found in seen_alerts.items()}
+    pages = {phase: found for phase in rollouts
+             if (found := {a for a in ours[phase] if a[0] == "firing" and a[2] == "critical"})}
+    assert not pages, f"scaling and the upgrade raised pages: {pages}"
+    recovered = {a for a in left_firing[replacing] if a[3].startswith(f"{NAMESPACE}/")}
+    assert not recovered, f"alerts firing once the Machine was replaced: {recovered}"
+    unavailable = {a for a in ours[deleting] if a[1] == "CAPIClusterNotAvailable"}
+    assert not unavailable, f"the Cluster being deleted was reported not available: {unavailable}"
