@@ -28,7 +28,9 @@ from exporter.engine.model import EMPTY_MAP, Base, Meta, OwnerRef
 from exporter.engine.parse_capi import (
     CAPI_READERS,
     PAUSED_ANNOTATION,
+    PENDING_HOOKS_ANNOTATION,
     REPLICAS_MANAGED_BY_ANNOTATION,
+    UPDATE_IN_PROGRESS_ANNOTATION,
     UPGRADE_STEP_ANNOTATION,
     Reader,
     infra_machine_pool,
@@ -50,7 +52,8 @@ OCM_KINDS: Final = frozenset(
      "PlacementDecision"}
 )
 KEPT_ANNOTATIONS: Final = frozenset(
-    {PAUSED_ANNOTATION, REPLICAS_MANAGED_BY_ANNOTATION, UPGRADE_STEP_ANNOTATION}
+    {PAUSED_ANNOTATION, REPLICAS_MANAGED_BY_ANNOTATION, UPGRADE_STEP_ANNOTATION,
+     UPDATE_IN_PROGRESS_ANNOTATION, PENDING_HOOKS_ANNOTATION}
 )
 KEPT_LABEL_PREFIXES: Final = (
     "cluster.x-k8s.io/",

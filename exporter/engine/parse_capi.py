@@ -250,7 +250,7 @@ def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
         phase=f.word_(raw, "status.phase"),
         certificates_expiry=f.time(raw, "status.certificatesExpiryDate"),
         drain_start_time=f.time(raw, "status.deletion.nodeDrainStartTime"),
-        update_in_progress=_update_in_progress(string_map(f, raw, "metadata.annotations")),
+        update_in_progress=_update_in_progress(meta.annotations),
     )
 
 
