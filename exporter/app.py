@@ -84,8 +84,8 @@ class FilteringSink:
         self.exclude = frozenset(exclude)
 
     def _accept(self, obj: Base) -> bool:
-        kind = "InfraMachinePool" if type(obj).__name__ == "InfraMachinePool" else obj.meta.kind
-        if kind in self.exclude:
+        # Provider objects are also excluded by their contract role (InfraMachine, BootstrapConfig, ...).
+        if obj.meta.kind in self.exclude or getattr(obj, "role", None) in self.exclude:
             return False
         # Cluster-scoped objects (ManagedClusters) are needed whatever the namespaces.
         return not self.namespaces or not obj.meta.namespace or obj.meta.namespace in self.namespaces
@@ -354,6 +354,9 @@ def kube_resources(source_stats: object) -> list[ResourceStats]:
             objects=rs.object_count, invalid_objects=rs.invalid_objects, last_event_time=rs.last_event_time,
             unreadable=rs.unreadable_reason,
         ))
+    # Referenced provider kinds the API server does not serve: unreadable, nothing to sync.
+    out.extend(ResourceStats(resource=name, served=False, unreadable="not_served")
+               for name in sorted(getattr(source_stats, "not_served", ())))
     return out
 
 

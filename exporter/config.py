@@ -24,13 +24,14 @@ from exporter.logging_setup import (
     canonical_level,
 )
 from exporter.sharding import ordinal_from_pod_name
-from exporter.sources.discovery import INFRA_MACHINE_POOL, WATCHED
+from exporter.sources.discovery import PROVIDER_ROLES, WATCHED
 
 DEFAULT_LISTEN: Final = ":9842"
 OUTPUTS: Final = ("json", "table")
-# Kinds --exclude-resource accepts: every watched kind, and the name covering every provider's
-# MachinePool kind; plural resource names are accepted too (machines, mwrs, ...).
-KINDS: Final = (*(spec.kind for spec in WATCHED), INFRA_MACHINE_POOL)
+# Kinds --exclude-resource accepts: every watched kind, and the provider contract roles, each
+# covering every provider kind referenced in that role (InfraMachine: AWSMachine, DockerMachine,
+# ...); plural resource names are accepted too (machines, mwrs, ...).
+KINDS: Final = (*(spec.kind for spec in WATCHED), *PROVIDER_ROLES)
 _ALIASES: Final = {
     "mwrs": "ManifestWorkReplicaSet", "kcp": "KubeadmControlPlane", "mhc": "MachineHealthCheck",
 }

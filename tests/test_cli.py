@@ -47,9 +47,9 @@ def test_serve_is_the_default_command_and_flags_fill_the_config(tmp_path):
 
 
 def test_every_watched_kind_can_be_excluded() -> None:
-    from exporter.sources.discovery import INFRA_MACHINE_POOL, WATCHED
+    from exporter.sources.discovery import PROVIDER_ROLES, WATCHED
 
-    for kind in (*(spec.kind for spec in WATCHED), INFRA_MACHINE_POOL):
+    for kind in (*(spec.kind for spec in WATCHED), *PROVIDER_ROLES):
         assert parse(["--exclude-resource", kind]).exclude_resources == (kind,)
 @pytest.mark.parametrize(("argv", "message"), [
     (["--web.listen-address", "9842"], "--web.listen-address '9842': expected HOST:PORT"),

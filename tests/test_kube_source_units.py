@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from exporter.sources import discovery
-from exporter.sources.discovery import INFRA_GROUP, Resource, ResourceSpec, infra_pool_spec, resolve
+from exporter.sources.discovery import (
+    BOOTSTRAP_GROUP,
+    INFRA_GROUP,
+    Resource,
+    ResourceSpec,
+    provider_refs,
+    resolve,
+)
 from exporter.sources.informer import Backoff, LoopSettings, ResourceLoop, ResourceStats
 from exporter.sources.kube import KubeSourceConfig, connect
 from tests.kubeapi import FakeKubeAPI
@@ -62,17 +69,47 @@ async def test_discovery_prefers_versions_in_order_and_reports_missing_groups() 
     assert broken not in result.found and "503" in result.failed["broken.io"]
 
 
-def test_infra_pool_spec_reads_both_reference_styles() -> None:
-    def pool(ref: dict[str, str]) -> dict[str, Any]:
+def test_provider_refs_read_both_reference_styles() -> None:
+    def pool(ref: object) -> dict[str, Any]:
         return {"spec": {"template": {"spec": {"infrastructureRef": ref}}}}
 
-    v1beta2 = infra_pool_spec(pool({"apiGroup": INFRA_GROUP, "kind": "DockerMachinePool", "name": "p"}))
-    v1beta1 = infra_pool_spec(pool({"apiVersion": f"{INFRA_GROUP}/v1beta1", "kind": "AzureMachinePool"}))
-    assert v1beta2 == ResourceSpec(INFRA_GROUP, "DockerMachinePool")
-    assert v1beta1 == ResourceSpec(INFRA_GROUP, "AzureMachinePool")
-    assert infra_pool_spec(pool({"apiGroup": "other.io", "kind": "X"})) is None
-    assert infra_pool_spec({"spec": {"template": "oops"}}) is None
-    assert infra_pool_spec({}) is None
+    def refs(kind: str, raw: dict[str, Any]) -> list[tuple[str, ResourceSpec]]:
+        found, bad = provider_refs(kind, raw)
+        assert bad == []
+        return found
+
+    v1beta2 = refs("MachinePool", pool({"apiGroup": INFRA_GROUP, "kind": "DockerMachinePool", "name": "p"}))
+    v1beta1 = refs("MachinePool", pool({"apiVersion": f"{INFRA_GROUP}/v1beta1", "kind": "AzureMachinePool"}))
+    assert v1beta2 == [("InfraMachinePool", ResourceSpec(INFRA_GROUP, "DockerMachinePool"))]
+    assert v1beta1 == [("InfraMachinePool", ResourceSpec(INFRA_GROUP, "AzureMachinePool"))]
+    assert refs("MachinePool", pool({"apiGroup": "other.io", "kind": "X"})) == []
+    assert refs("MachinePool", {"spec": {"template": "oops"}}) == []
+    assert refs("MachinePool", {}) == []
+    assert refs("Cluster", {"spec": {"infrastructureRef": {"apiGroup": INFRA_GROUP, "kind": "AWSCluster"}}}) == [
+        ("InfraCluster", ResourceSpec(INFRA_GROUP, "AWSCluster"))]
+    machine = {"spec": {
+        "infrastructureRef": {"apiVersion": f"vmware.{INFRA_GROUP}/v1beta1", "kind": "VSphereMachine"},
+        "bootstrap": {"configRef": {"apiGroup": BOOTSTRAP_GROUP, "kind": "KubeadmConfig", "name": "m"}},
+    }}
+    assert refs("Machine", machine) == [
+        ("InfraMachine", ResourceSpec(f"vmware.{INFRA_GROUP}", "VSphereMachine")),
+        ("BootstrapConfig", ResourceSpec(BOOTSTRAP_GROUP, "KubeadmConfig")),
+    ]
+    # A bootstrap reference into the infrastructure group is no BootstrapConfig (and vice versa).
+    assert refs("Machine", {"spec": {"bootstrap": {"configRef": {"apiGroup": INFRA_GROUP, "kind": "X"}}}}) == []
+    assert refs("MachineSet", machine) == []
+
+
+def test_provider_refs_without_kind_or_group_are_reported() -> None:
+    machine = {"spec": {
+        "infrastructureRef": {"name": "m", "kind": "DockerMachine"},
+        "bootstrap": {"configRef": {"apiGroup": BOOTSTRAP_GROUP, "name": "m"}},
+    }}
+    found, bad = provider_refs("Machine", machine)
+    assert found == []
+    assert bad == ["spec.infrastructureRef names no apiGroup (or apiVersion)", "spec.bootstrap.configRef names no kind"]
+    found, bad = provider_refs("Cluster", {"spec": {"infrastructureRef": "DockerCluster"}})
+    assert (found, bad) == ([], ["spec.infrastructureRef is not an object"])
 
 
 def test_watched_kinds_cover_the_brief() -> None:

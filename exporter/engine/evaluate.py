@@ -23,6 +23,7 @@ from exporter.engine import (
     machinepool,
     machineset,
     mwrs,
+    provider_objects,
 )
 from exporter.engine.evaluate_types import (
     CapiGroup,
@@ -36,8 +37,10 @@ from exporter.engine.evaluate_types import (
 from exporter.engine.grouping import group_projections
 from exporter.engine.model import (
     Base,
+    BootstrapConfig,
     Condition,
     Finding,
+    InfraObject,
     Machine,
     ManagedCluster,
     ManifestWork,
@@ -68,6 +71,8 @@ _OWNERS: frozenset[str] = frozenset({"MachineSet", "MachineDeployment", "Kubeadm
 _SINGLE: Mapping[type[Base], Callable[[Any, float], Computed]] = {
     ManagedCluster: mwrs.compute_managedcluster,
     Placement: mwrs.compute_placement,
+    InfraObject: provider_objects.compute_infra_object,
+    BootstrapConfig: provider_objects.compute_bootstrap_config,
 }
 
 

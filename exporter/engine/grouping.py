@@ -17,8 +17,10 @@ from exporter.engine.evaluate_types import CapiGroup, Group, MwrsGroup, SingleGr
 from exporter.engine.model import (
     READ_AS_REPORTED,
     Base,
+    BootstrapConfig,
     Cluster,
     ClusterClass,
+    InfraObject,
     ManagedCluster,
     ManagedClusterAddOn,
     ManifestWork,
@@ -45,13 +47,16 @@ CAPI_KINDS = frozenset(
     }
 )
 
-# Kinds evaluated each on its own, that no other object's evaluation reads.
-_ON_THEIR_OWN: tuple[type[Base], ...] = (ManagedCluster, ManagedClusterAddOn, Placement, *READ_AS_REPORTED)
+# Kinds evaluated each on its own, that no other object's evaluation reads (provider objects
+# other than InfraMachinePools, which their MachinePool reads: those join their Cluster's group).
+_ON_THEIR_OWN: tuple[type[Base], ...] = (
+    ManagedCluster, ManagedClusterAddOn, Placement, InfraObject, BootstrapConfig, *READ_AS_REPORTED,
+)
 
 
 def group_key(obj: Base) -> GroupKey:
-    """The group an object belongs to (InfraMachinePools join their Cluster's group; the kinds
-    read as reported are groups of their own, like ClusterClass)."""
+    """The group an object belongs to (InfraMachinePools join their Cluster's group; other provider
+    objects and the kinds read as reported are groups of their own, like ClusterClass)."""
     ns, name = obj.meta.namespace, obj.meta.name
     if isinstance(obj, Cluster):
         return ("capi", ns, name)

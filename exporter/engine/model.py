@@ -436,6 +436,45 @@ class InfraMachinePool(Base):
     has_spec: bool = True
     has_status: bool = True
 
+    @property
+    def role(self) -> str:
+        return "InfraMachinePool"
+
+
+@dataclass(frozen=True, slots=True)
+class InfraObject(Base):
+    """A provider's infrastructure object a Cluster or Machine references (spec.infrastructureRef):
+    an InfraCluster or InfraMachine kind (AWSCluster, DockerMachine, ...), read by its contract."""
+
+    provisioned: bool | None = None  # status.initialization.provisioned (v1beta2 contract)
+    ready: bool | None = None  # status.ready (v1beta1 contract)
+    failure_reason: str = ""  # v1beta1 contract: a terminal failure
+    failure_message: str = ""
+    has_status: bool = True
+
+    @property
+    def role(self) -> str:
+        """The contract the kind follows, from its name as the contracts name them (AWSCluster is
+        an InfraCluster): how ``--exclude-resource`` names it."""
+        return "InfraCluster" if self.meta.kind.endswith("Cluster") else "InfraMachine"
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapConfig(Base):
+    """A bootstrap provider's config a Machine or MachinePool references (spec.bootstrap.configRef):
+    KubeadmConfig and the other BootstrapConfig kinds, read by their contract."""
+
+    data_secret_created: bool | None = None  # status.initialization.dataSecretCreated (v1beta2 contract)
+    ready: bool | None = None  # status.ready (v1beta1 contract)
+    data_secret_name: str = ""  # status.dataSecretName
+    failure_reason: str = ""
+    failure_message: str = ""
+    has_status: bool = True
+
+    @property
+    def role(self) -> str:
+        return "BootstrapConfig"
+
 
 @dataclass(frozen=True, slots=True)
 class MachineHealthCheck(Base):

@@ -33,7 +33,9 @@ from exporter.engine.parse_capi import (
     UPDATE_IN_PROGRESS_ANNOTATION,
     UPGRADE_STEP_ANNOTATION,
     Reader,
+    bootstrap_config,
     infra_machine_pool,
+    infra_object,
 )
 from exporter.engine.parse_fields import (
     MAX_STRING,
@@ -46,7 +48,10 @@ from exporter.engine.parse_fields import (
     word,
 )
 
+# Provider groups, matched by suffix: a provider may serve its kinds from a group of its own
+# under these (vmware.infrastructure.cluster.x-k8s.io).
 INFRA_GROUP: Final = "infrastructure.cluster.x-k8s.io"
+BOOTSTRAP_GROUP: Final = "bootstrap.cluster.x-k8s.io"
 OCM_KINDS: Final = frozenset(
     {"ManifestWorkReplicaSet", "ManifestWork", "ManagedCluster", "ManagedClusterAddOn", "Placement",
      "PlacementDecision"}
@@ -113,10 +118,7 @@ def project_unguarded(raw: Mapping[str, Any], previous: Base | None = None,
     group = meta.api_version.rsplit("/", 1)[0] if "/" in meta.api_version else ""
     if meta.kind in OCM_KINDS:
         return _project_ocm(raw, meta, fields.problems)
-    if group == INFRA_GROUP and meta.kind.endswith("MachinePool"):
-        reader: Reader | None = infra_machine_pool
-    else:
-        reader = CAPI_READERS.get((group, meta.kind))
+    reader = CAPI_READERS.get((group, meta.kind)) or _provider_reader(group, meta.kind)
     if reader is None:
         return None
     projection = reader(raw, meta, fields)
@@ -127,6 +129,23 @@ def project_unguarded(raw: Mapping[str, Any], previous: Base | None = None,
     if previous is not None and type(previous) is type(projection) and previous == projection:
         return previous
     return projection
+
+
+def _provider_reader(group: str, kind: str) -> Reader | None:
+    """The contract a provider kind follows, by its group (and, for pools, its name); templates
+    (AWSMachineTemplate, KubeadmConfigTemplate) have no status and are not read."""
+    if kind.endswith("Template"):
+        return None
+    if in_group(group, INFRA_GROUP):
+        return infra_machine_pool if kind.endswith("MachinePool") else infra_object
+    if in_group(group, BOOTSTRAP_GROUP):
+        return bootstrap_config
+    return None
+
+
+def in_group(group: str, provider_group: str) -> bool:
+    """``group`` is ``provider_group`` or a group under it."""
+    return group == provider_group or group.endswith(f".{provider_group}")
 
 
 def _project_ocm(raw: Mapping[str, Any], meta: Meta, problems: list[str]) -> Base | None:

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from exporter.engine.model import (
     Base,
+    BootstrapConfig,
     Cluster,
     ClusterClass,
     ClusterResourceSet,
@@ -21,6 +22,7 @@ from exporter.engine.model import (
     Counters,
     ExtensionConfig,
     InfraMachinePool,
+    InfraObject,
     IPAddressClaim,
     KubeadmControlPlane,
     Machine,
@@ -386,21 +388,52 @@ def _machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachinePool:
     )
 
 
-def infra_machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> InfraMachinePool:
-    # Provider API versions say nothing about the contract they follow (a provider's v1beta2 may
-    # still write v1beta1 conditions), so the layout is read from the status itself; CAPI reads
-    # status.v1beta2.conditions first, then status.conditions, whatever their generation.
+def _provider_layout(raw: Mapping[str, Any], f: Fields) -> tuple[str, str]:
+    """(conditions layout, contract) of a provider object, read from its status: provider API
+    versions say nothing about the contract they follow (a provider's v1beta2 may still write
+    v1beta1 conditions), and CAPI reads status.v1beta2.conditions first, then status.conditions,
+    whatever their generation. The contract is v1beta2 once the v1beta1 fields moved under
+    status.deprecated.v1beta1."""
     layout = "v1beta1+v1beta2" if f.mapping(raw, "status.v1beta2") is not None else "v1beta2"
+    contract = "v1beta2" if f.mapping(raw, "status.deprecated.v1beta1") is not None else "v1beta1"
+    return layout, contract
+
+
+def infra_machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> InfraMachinePool:
+    layout, contract = _provider_layout(raw, f)
     common = _common(raw, meta, f, layout)
-    contract_v1beta2 = f.mapping(raw, "status.deprecated.v1beta1") is not None
     return InfraMachinePool(
         **common,
-        **_failure(raw, "v1beta2" if contract_v1beta2 else "v1beta1", f),
+        **_failure(raw, contract, f),
         provider_id_list=f.str_list(raw, "spec.providerIDList"),
         replicas=f.int_(raw, "status.replicas"),
         provisioned=f.bool_(raw, "status.initialization.provisioned"),
         ready=f.bool_(raw, "status.ready"),
         has_spec=isinstance(raw.get("spec"), Mapping),
+        has_status=isinstance(raw.get("status"), Mapping),
+    )
+
+
+def infra_object(raw: Mapping[str, Any], meta: Meta, f: Fields) -> InfraObject:
+    """An InfraCluster or InfraMachine kind (the contracts give both the same status fields)."""
+    layout, contract = _provider_layout(raw, f)
+    return InfraObject(
+        **_common(raw, meta, f, layout),
+        **_failure(raw, contract, f),
+        provisioned=f.bool_(raw, "status.initialization.provisioned"),
+        ready=f.bool_(raw, "status.ready"),
+        has_status=isinstance(raw.get("status"), Mapping),
+    )
+
+
+def bootstrap_config(raw: Mapping[str, Any], meta: Meta, f: Fields) -> BootstrapConfig:
+    layout, contract = _provider_layout(raw, f)
+    return BootstrapConfig(
+        **_common(raw, meta, f, layout),
+        **_failure(raw, contract, f),
+        data_secret_created=f.bool_(raw, "status.initialization.dataSecretCreated"),
+        ready=f.bool_(raw, "status.ready"),
+        data_secret_name=f.str_(raw, "status.dataSecretName"),
         has_status=isinstance(raw.get("status"), Mapping),
     )
 

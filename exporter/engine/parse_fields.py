@@ -488,6 +488,8 @@ class Fields:
         if not group:
             api_version = self.str_(value, "apiVersion")
             group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+        if not group:  # kept: the kind and name still say what is referenced
+            self.problem(path, "reference with apiGroup (v1beta1: apiVersion)", value)
         namespace = self.str_(value, "namespace")
         # Refs usually name an object after their owner (a Machine's KubeadmConfig and DockerMachine).
         if name == self.name:

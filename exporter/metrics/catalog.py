@@ -12,17 +12,18 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-from exporter.engine.model import Base, InfraMachinePool
+from exporter.engine.model import Base, BootstrapConfig, InfraMachinePool, InfraObject
 from exporter.metrics import capi, ocm
+from exporter.metrics.providers import BOOTSTRAP_CONFIG, INFRA_OBJECT
 from exporter.metrics.spec import FamilySpec, KindSpec
 
-# Provider machine pools have no families of their own; their findings (contract checks) still show.
-INFRA_MACHINE_POOL: Final = KindSpec("InfraMachinePool", "capi_finding", capi.IDENTITY, (capi.FINDINGS,))
-
-KINDS: Final[tuple[KindSpec, ...]] = (*capi.KINDS, INFRA_MACHINE_POOL, *ocm.KINDS)
+KINDS: Final[tuple[KindSpec, ...]] = (*capi.KINDS, INFRA_OBJECT, BOOTSTRAP_CONFIG, *ocm.KINDS)
 _BY_TYPE: Final[dict[type[Any], KindSpec]] = {
     **capi.PROJECTIONS,
-    InfraMachinePool: INFRA_MACHINE_POOL,
+    # Provider machine pools follow the same contract fields as the other infrastructure objects.
+    InfraObject: INFRA_OBJECT,
+    InfraMachinePool: INFRA_OBJECT,
+    BootstrapConfig: BOOTSTRAP_CONFIG,
     **ocm.PROJECTIONS,
 }
 

@@ -137,9 +137,11 @@ def condition_families(prefix: str, kind: str, *, compat: bool = True) -> tuple[
 
 
 def metadata_families(
-    prefix: str, kind: str, *, paused_annotation: bool = True, compat: bool = True
+    prefix: str, kind: str, *, paused_annotation: bool = True, compat: bool = True,
+    object_labels: bool = True,
 ) -> tuple[FamilySpec, ...]:
-    """Creation and deletion time, the paused annotation, the allowlisted labels and annotations."""
+    """Creation and deletion time, the paused annotation, the allowlisted labels and annotations
+    (``object_labels``: for the kinds the allowlist flags can name)."""
     out = [
         family(
             f"{prefix}_created", f"Unix creation timestamp of a {kind}.", "gauge", (),
@@ -165,7 +167,8 @@ def metadata_families(
                 fields=("paused_annotation", "meta.annotations"),
             )
         )
-    out.extend(object_label_families(prefix, kind, resource_name(kind)))
+    if object_labels:
+        out.extend(object_label_families(prefix, kind, resource_name(kind)))
     return tuple(out)
 
 

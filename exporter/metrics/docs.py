@@ -134,7 +134,30 @@ gzip per scrape, and 2 MiB of resident memory.
 
 
 # Prose under a kind's heading, for what its table alone does not say.
+HEADINGS: dict[str, str] = {
+    "InfrastructureObject":
+        "Infrastructure provider objects (InfraCluster, InfraMachine, InfraMachinePool kinds)",
+    "BootstrapConfig": "Bootstrap provider configs (BootstrapConfig kinds)",
+}
 KIND_NOTES: dict[str, str] = {
+    "InfrastructureObject": """The objects the Cluster API objects reference, whatever the provider:
+a Cluster's `spec.infrastructureRef` (InfraCluster: AWSCluster, DockerCluster, ...), a Machine's
+(InfraMachine: AWSMachine, DockerMachine, ...) and a MachinePool's (InfraMachinePool), found through
+discovery from those references in the `infrastructure.cluster.x-k8s.io` groups. The `kind` label
+is the provider's kind; `capi_infrastructure_object_info` joins an object to its owner
+(`owner_kind`, `owner_name`: the Machine, Cluster or MachinePool). `--exclude-resource InfraCluster`,
+`InfraMachine` or `InfraMachinePool` leaves those of that role out. Under `--from-files`
+every object of those groups is read except templates. Findings: `InfrastructureTerminalFailure`
+(see the runbook).
+
+""",
+    "BootstrapConfig": """The bootstrap configs Machines and MachinePools reference
+(`spec.bootstrap.configRef`: KubeadmConfig and the other bootstrap providers' kinds in the
+`bootstrap.cluster.x-k8s.io` groups), found the same way; `--exclude-resource BootstrapConfig`
+leaves them out. Findings: `BootstrapDataSecretNotCreated` (no data secret 30 minutes after
+creation) and `BootstrapTerminalFailure` (see the runbook).
+
+""",
     "ManagedCluster": """The fleet inventory of an OCM hub: `ocm_managedcluster_info` carries each cluster's
 Kubernetes version and well-known claims, `ocm_managedcluster_status_capacity` and `_allocatable`
 its CPU and memory. When a cluster was accepted by the hub, joined and became available is the
@@ -175,8 +198,7 @@ def generate() -> str:
     for spec in KINDS:
         if all(f.name in seen for f in spec.families):
             continue
-        infra = spec.kind == "InfraMachinePool"
-        out.append(f"## {'Provider machine pools (InfraMachinePool kinds)' if infra else spec.kind}\n")
+        out.append(f"## {HEADINGS.get(spec.kind, spec.kind)}\n")
         if spec.kind in KIND_NOTES:
             out.append(KIND_NOTES[spec.kind])
         out.extend(_table(spec, spec.families, seen))

@@ -42,7 +42,8 @@ class ResourceStats:
     objects: int | None = None
     invalid_objects: int = 0
     last_event_time: float | None = None
-    unreadable: str | None = None  # forbidden | not_found: its list or watch answers 403 / 404
+    unreadable: str | None = None  # forbidden | not_found: its list or watch answers 403 / 404; not_served
+    served: bool = True  # False: a referenced provider kind the API server does not serve (not watched)
 
 
 @dataclass(slots=True)
@@ -80,8 +81,9 @@ FAMILIES: tuple[FamilySpec, ...] = (
           "not failed to reach the API server (connection errors, 401, 5xx, 429) for longer than "
           "60s; 0 otherwise.", "gauge", ("resource",)),
     _decl("resource_unreadable", "1 while the exporter may not read a resource (in some watched namespace): "
-          "its list or watch answers 403 (reason forbidden: RBAC) or 404 (not_found); retried, "
-          "not held against readiness.", "gauge", ("resource", "reason")),
+          "its list or watch answers 403 (reason forbidden: RBAC) or 404 (not_found), or it is a provider "
+          "kind some object references that the API server does not serve (not_served, resource "
+          "<Kind>.<group>); retried, not held against readiness.", "gauge", ("resource", "reason")),
     _decl("list_total", "List requests per resource and result (success|error).", "counter",
           ("resource", "result")),
     _decl("watch_total", "Watch requests per resource and result.", "counter", ("resource", "result")),
@@ -126,14 +128,14 @@ def render(
         "build_info": [(build_labels(stats.build), 1.0)],
         "scrape_duration_seconds": _opt(stats.last_scrape_duration),
         "scrape_response_bytes": _opt(stats.last_scrape_bytes),
-        "resource_synced": [((r.resource,), float(r.synced)) for r in res],
+        "resource_synced": [((r.resource,), float(r.synced)) for r in res if r.served],
         "resource_unreadable": [((r.resource, r.unreadable), 1.0) for r in res if r.unreadable],
         "list_total": _by(res, lambda r: r.lists),
         "watch_total": _by(res, lambda r: r.watches),
         "events_total": _by(res, lambda r: r.events),
         "relists_total": _by(res, lambda r: r.relists),
         "objects": [((r.resource,), float(r.objects)) for r in res if r.objects is not None],
-        "invalid_objects": [((r.resource,), float(r.invalid_objects)) for r in res],
+        "invalid_objects": [((r.resource,), float(r.invalid_objects)) for r in res if r.served],
         "last_event_timestamp_seconds": [
             ((r.resource,), r.last_event_time) for r in res if r.last_event_time is not None
         ],

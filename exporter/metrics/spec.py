@@ -113,6 +113,7 @@ class KindSpec:
 
 
 _IDENTITY_READERS: dict[str, Callable[[Base], str]] = {
+    "kind": lambda obj: obj.meta.kind,
     "name": lambda obj: obj.meta.name,
     "namespace": lambda obj: obj.meta.namespace,
     "uid": lambda obj: obj.meta.uid,

@@ -3,7 +3,8 @@
 Owns the list of watched kinds (``WATCHED``: group, kind, versions in preference order, label
 selector), resolving them through API discovery (``/apis/<group>`` then
 ``/apis/<group>/<version>``) into concrete ``Resource``s (served version, plural, scope, URL
-paths), and reading which InfraMachinePool kinds MachinePools reference. Owns no HTTP client (the
+paths), and reading which provider kinds (InfraCluster, InfraMachine, InfraMachinePool,
+BootstrapConfig) Clusters, Machines and MachinePools reference. Owns no HTTP client (the
 caller passes a ``GetJson`` function) and no list/watch logic (``kube.py``).
 """
 
@@ -23,7 +24,26 @@ WORK_GROUP: Final = "work.open-cluster-management.io"
 OCM_CLUSTER_GROUP: Final = "cluster.open-cluster-management.io"
 OCM_ADDON_GROUP: Final = "addon.open-cluster-management.io"
 MWRS_LABEL: Final = "work.open-cluster-management.io/manifestworkreplicaset"
-INFRA_MACHINE_POOL: Final = "InfraMachinePool"  # the opt-out name covering every provider pool kind
+BOOTSTRAP_GROUP: Final = "bootstrap.cluster.x-k8s.io"
+# The contract roles of provider kinds: each is also the --exclude-resource name covering every
+# provider kind of that role.
+INFRA_CLUSTER: Final = "InfraCluster"
+INFRA_MACHINE: Final = "InfraMachine"
+INFRA_MACHINE_POOL: Final = "InfraMachinePool"
+BOOTSTRAP_CONFIG: Final = "BootstrapConfig"
+PROVIDER_ROLES: Final = (INFRA_CLUSTER, INFRA_MACHINE, INFRA_MACHINE_POOL, BOOTSTRAP_CONFIG)
+# Where each referencing kind holds its references: (role, path).
+_REFERENCES: Final[Mapping[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
+    "Cluster": ((INFRA_CLUSTER, ("spec", "infrastructureRef")),),
+    "Machine": (
+        (INFRA_MACHINE, ("spec", "infrastructureRef")),
+        (BOOTSTRAP_CONFIG, ("spec", "bootstrap", "configRef")),
+    ),
+    "MachinePool": (
+        (INFRA_MACHINE_POOL, ("spec", "template", "spec", "infrastructureRef")),
+        (BOOTSTRAP_CONFIG, ("spec", "template", "spec", "bootstrap", "configRef")),
+    ),
+}
 
 CAPI_VERSIONS: Final = ("v1beta2", "v1beta1")
 
@@ -177,19 +197,40 @@ async def resolve(get: GetJson, specs: Iterable[ResourceSpec]) -> Resolution:
     return Resolution(found, failed)
 
 
-def infra_pool_spec(machine_pool: Mapping[str, Any]) -> ResourceSpec | None:
-    """The InfraMachinePool kind a raw MachinePool references (spec.template.spec.infrastructureRef).
+def _in_group(group: str, provider_group: str) -> bool:
+    return group == provider_group or group.endswith(f".{provider_group}")
 
-    v1beta2 references carry ``apiGroup``, v1beta1 ones ``apiVersion``; the served version is
-    left to discovery (the group's preferred one), as the referenced version may be outdated.
+
+def provider_refs(kind: str, raw: Mapping[str, Any]) -> tuple[list[tuple[str, ResourceSpec]], list[str]]:
+    """The provider kinds a raw Cluster, Machine or MachinePool references, with their roles, and
+    what is wrong with the references that cannot be followed (no kind, no group).
+
+    v1beta2 references carry ``apiGroup``, v1beta1 ones ``apiVersion``; the served version is left
+    to discovery (the group's preferred one), as the referenced version may be outdated. Only the
+    provider groups (``infrastructure.cluster.x-k8s.io``, ``bootstrap.cluster.x-k8s.io`` and groups
+    under them) are followed.
     """
-    ref: Any = machine_pool
-    for key in ("spec", "template", "spec", "infrastructureRef"):
-        ref = ref.get(key) if isinstance(ref, Mapping) else None
-    if not isinstance(ref, Mapping):
-        return None
-    kind = ref.get("kind")
-    group = ref.get("apiGroup") or str(ref.get("apiVersion") or "").rpartition("/")[0]
-    if not isinstance(kind, str) or not kind or group != INFRA_GROUP:
-        return None  # the engine reads provider pools of the infrastructure group only
-    return ResourceSpec(group, kind)
+    found: list[tuple[str, ResourceSpec]] = []
+    bad: list[str] = []
+    for role, path in _REFERENCES.get(kind, ()):
+        ref: Any = raw
+        for key in path:
+            ref = ref.get(key) if isinstance(ref, Mapping) else None
+        if ref is None:
+            continue
+        where = ".".join(path)
+        if not isinstance(ref, Mapping):
+            bad.append(f"{where} is not an object")
+            continue
+        ref_kind = ref.get("kind")
+        group = ref.get("apiGroup") or str(ref.get("apiVersion") or "").rpartition("/")[0]
+        if not isinstance(group, str) or not group:
+            bad.append(f"{where} names no apiGroup (or apiVersion)")
+            continue
+        if not isinstance(ref_kind, str) or not ref_kind:
+            bad.append(f"{where} names no kind")
+            continue
+        provider_group = BOOTSTRAP_GROUP if role == BOOTSTRAP_CONFIG else INFRA_GROUP
+        if _in_group(group, provider_group):
+            found.append((role, ResourceSpec(group, ref_kind)))
+    return found, bad

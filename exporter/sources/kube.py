@@ -3,9 +3,10 @@
 Owns connecting (``--kubeconfig``, else in-cluster service account, else ``KUBECONFIG`` /
 ``~/.kube/config``, through kubernetes_asyncio's config loaders), the periodic discovery pass
 (``discovery.py``) that starts a list/watch loop (``informer.py``) per available resource and
-namespace, notices groups installed later or removed, and follows the InfraMachinePool kinds that
-MachinePools reference; readiness (``all_synced`` for the first sync, ``readiness`` for /readyz)
-and the self-metric counters (``SourceStats``, plain data: the metrics layer renders them). Owns
+namespace, notices groups installed later or removed, and follows the provider kinds Clusters,
+Machines and MachinePools reference (InfraCluster, InfraMachine, InfraMachinePool,
+BootstrapConfig); readiness (``all_synced`` for the first sync, ``readiness`` for /readyz) and
+the self-metric counters (``SourceStats``, plain data: the metrics layer renders them). Owns
 no list/watch rules (``informer.py``) and no parsing (``exporter.engine.parse.project``, called
 once per object). JSON is decoded with orjson, once per list page or event.
 
@@ -32,11 +33,10 @@ import aiohttp
 import orjson
 
 from exporter.sources.discovery import (
-    INFRA_MACHINE_POOL,
     WATCHED,
     Resource,
     ResourceSpec,
-    infra_pool_spec,
+    provider_refs,
     resolve,
 )
 from exporter.sources.informer import (
@@ -55,13 +55,18 @@ __all__ = ["KubeSource", "KubeSourceConfig", "LoopSettings", "ResourceStats", "S
 
 log = logging.getLogger("exporter.sources.kube")
 
+_REFERENCING = frozenset({"Cluster", "Machine", "MachinePool"})  # kinds whose references are followed
+_MAX_LOGGED = 10_000  # objects remembered as logged (bad references): a bound, not a cache
+
 
 @dataclass(frozen=True, slots=True)
 class KubeSourceConfig:
     kubeconfig: str | None = None  # None: in-cluster, then $KUBECONFIG, then ~/.kube/config
     context: str | None = None
     namespaces: tuple[str, ...] = ()  # empty: all namespaces
-    exclude_kinds: frozenset[str] = frozenset()  # kinds not to watch ("InfraMachinePool": every pool kind)
+    # kinds not to watch; a provider role (InfraCluster, InfraMachine, InfraMachinePool,
+    # BootstrapConfig) covers every provider kind referenced in that role
+    exclude_kinds: frozenset[str] = frozenset()
     discovery_interval: float = 60.0  # how often groups are re-checked (installed / removed / upgraded)
     loop: LoopSettings = field(default_factory=LoopSettings)
 
@@ -73,6 +78,8 @@ class SourceStats:
     resources: dict[str, ResourceStats] = field(default_factory=dict)
     discovery_requests: dict[str, int] = field(default_factory=dict)  # by result: success | error
     discovery_errors: dict[str, str] = field(default_factory=dict)  # by group: last error, while failing
+    # referenced provider kinds the API server does not serve, as <Kind>.<group>
+    not_served: set[str] = field(default_factory=set)
 
     def resource(self, name: str) -> ResourceStats:
         return self.resources.setdefault(name, ResourceStats())
@@ -203,8 +210,9 @@ class KubeSource:
         self._resources: dict[ResourceSpec, Resource] = {}
         self._loops: dict[ResourceSpec, list[tuple[ResourceLoop, asyncio.Task[None]]]] = {}
         self._missing: set[ResourceSpec] = set()
-        self._infra: set[ResourceSpec] = set()
-        self._infra_seen = 0  # bumped when a new InfraMachinePool kind shows up
+        self._providers: dict[ResourceSpec, set[str]] = {}  # referenced provider kinds: their roles
+        self._bad_refs: set[tuple[str, str, str]] = set()  # objects whose references were logged
+        self._infra_seen = 0  # bumped when a new provider kind shows up
         self._infra_discovered = -1  # value of _infra_seen at the start of the last full discovery
         self._wake = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
@@ -288,8 +296,7 @@ class KubeSource:
     def _wanted(self) -> list[ResourceSpec]:
         excluded = self._config.exclude_kinds
         specs = [s for s in WATCHED if s.kind not in excluded]
-        if INFRA_MACHINE_POOL not in excluded:
-            specs.extend(s for s in sorted(self._infra, key=lambda s: s.kind) if s.kind not in excluded)
+        specs.extend(s for s in sorted(self._providers, key=lambda s: (s.group, s.kind)) if s not in specs)
         return specs
 
     async def _discover(self) -> bool:
@@ -306,11 +313,17 @@ class KubeSource:
                 await self._stop_resource(current, gone=resource is None)
             if resource is None:
                 if spec not in self._missing:
-                    log.info("%s (%s) is not installed; checking again every %.0fs",
-                             spec.kind, spec.group, self._config.discovery_interval)
+                    referenced = spec in self._providers
+                    log.log(logging.WARNING if referenced else logging.INFO,
+                            "%s (%s) is %s; checking again every %.0fs", spec.kind, spec.group,
+                            "referenced but not served" if referenced else "not installed",
+                            self._config.discovery_interval)
                     self._missing.add(spec)
+                    if referenced:
+                        self.stats.not_served.add(f"{spec.kind}.{spec.group}")
                 continue
             self._missing.discard(spec)
+            self.stats.not_served.discard(f"{spec.kind}.{spec.group}")
             self._start_resource(resource)
         if not result.failed:
             self._infra_discovered = infra_seen
@@ -323,7 +336,7 @@ class KubeSource:
         stats = self.stats.resource(resource.name)
         stats.available, stats.version = True, resource.version
         stats.unready_after = self._config.loop.unready_after
-        on_object = self._note_machine_pool if resource.kind == "MachinePool" else None
+        on_object = self._note_references if resource.kind in _REFERENCING else None
         loops = []
         assert self._transport is not None
         for namespace in scopes:
@@ -367,13 +380,35 @@ class KubeSource:
                 log.exception("loop of %s crashed; restarting", loop.resource.name)
                 await asyncio.sleep(backoff.next_delay())
 
-    def _note_machine_pool(self, raw: Mapping[str, Any]) -> None:
-        spec = infra_pool_spec(raw)
-        if spec is not None and spec not in self._infra and spec.kind not in self._config.exclude_kinds:
-            self._infra.add(spec)
-            self._infra_seen += 1
-            log.info("MachinePools reference %s (%s); looking it up", spec.kind, spec.group)
-            self._wake.set()
+    def _note_references(self, raw: Mapping[str, Any]) -> None:
+        kind = raw.get("kind")
+        found, bad = provider_refs(kind if isinstance(kind, str) else "", raw)
+        if bad:
+            self._bad_reference(raw, bad)
+        excluded = self._config.exclude_kinds
+        for role, spec in found:
+            roles = self._providers.get(spec)
+            if roles is not None and role in roles:
+                continue
+            if role in excluded or spec.kind in excluded:
+                continue
+            self._providers.setdefault(spec, set()).add(role)
+            if roles is None:
+                self._infra_seen += 1
+                log.info("%ss reference %s (%s) as %s; looking it up", kind, spec.kind, spec.group, role)
+                self._wake.set()
+
+    def _bad_reference(self, raw: Mapping[str, Any], problems: list[str]) -> None:
+        """Logged once per object: the engine counts it (a MalformedField finding on the object)."""
+        meta = raw.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        key = (str(raw.get("kind")), str(meta.get("namespace", "")), str(meta.get("name", "")))
+        if key in self._bad_refs:
+            return
+        if len(self._bad_refs) >= _MAX_LOGGED:
+            self._bad_refs.clear()
+        self._bad_refs.add(key)
+        log.warning("%s %s/%s: cannot follow its references: %s", *key, "; ".join(problems))
 
     async def _get_json(self, path: str) -> tuple[int, Any]:
         assert self._transport is not None

@@ -12,8 +12,10 @@ from exporter.engine.model import (
     ClusterClass,
     ClusterResourceSet,
     Counters,
+    BootstrapConfig,
     Gate,
     InfraMachinePool,
+    InfraObject,
     KubeadmControlPlane,
     Machine,
     MachineDeployment,
@@ -422,6 +424,63 @@ def test_infra_machine_pool_without_spec_or_status() -> None:
     assert (p.has_spec, p.has_status) == (False, False)
 
 
+INFRA_OBJECT_CASES = [
+    ("v1beta2-contract", "AWSMachine", {"conditions": [V2_COND], "initialization": {"provisioned": True},
+                                        "deprecated": {"v1beta1": {"failureReason": "CreateError"}}},
+     "v1beta2", True, None, "CreateError"),
+    ("v1beta1-contract", "DockerCluster", {"conditions": [V1_COND], "ready": True,
+                                           "failureMessage": "no quota"},
+     "v1beta2", None, True, ""),
+    ("v1beta1-with-v1beta2", "VSphereMachine", {"conditions": [V1_COND], "v1beta2": {"conditions": [V2_COND]},
+                                                "ready": False}, "v1beta1+v1beta2", None, False, ""),
+]
+
+
+@pytest.mark.parametrize(("name", "kind", "status", "layout", "provisioned", "ready", "reason"), INFRA_OBJECT_CASES,
+                         ids=[c[0] for c in INFRA_OBJECT_CASES])
+def test_infra_object(name: str, kind: str, status: dict[str, Any], layout: str, provisioned: bool | None,
+                      ready: bool | None, reason: str) -> None:
+    p = project(raw(kind, "v1beta2", status, group="infrastructure.cluster.x-k8s.io"))
+    assert isinstance(p, InfraObject)
+    assert (p.layout, p.provisioned, p.ready, p.failure_reason) == (layout, provisioned, ready, reason)
+    assert p.conditions[0].type == "Ready" and p.cluster_name == "c1" and p.has_status
+    assert p.role == ("InfraCluster" if kind.endswith("Cluster") else "InfraMachine")
+
+
+def test_infra_object_of_a_provider_group_under_the_infrastructure_group() -> None:
+    p = project(raw("VSphereMachine", "v1alpha1", group="vmware.infrastructure.cluster.x-k8s.io"))
+    assert isinstance(p, InfraObject) and not p.has_status
+
+
+@pytest.mark.parametrize(("status", "created", "ready", "secret"), [
+    ({"initialization": {"dataSecretCreated": True}, "dataSecretName": "m-1", "conditions": [V2_COND],
+      "deprecated": {"v1beta1": {"conditions": [V1_COND]}}}, True, None, "m-1"),
+    ({"ready": False, "conditions": [V1_COND]}, None, False, ""),
+    ({}, None, None, ""),
+], ids=["v1beta2-contract", "v1beta1-contract", "empty-status"])
+def test_bootstrap_config(status: dict[str, Any], created: bool | None, ready: bool | None, secret: str) -> None:
+    p = project(raw("KubeadmConfig", "v1beta2", status, group="bootstrap.cluster.x-k8s.io"))
+    assert isinstance(p, BootstrapConfig)
+    assert (p.data_secret_created, p.ready, p.data_secret_name) == (created, ready, secret)
+    assert p.role == "BootstrapConfig" and p.cluster_name == "c1"
+
+
+def test_provider_object_with_an_unexpected_status_shape_is_read_as_far_as_it_can_be() -> None:
+    """Conditions a string, provisioned a string: recorded as problems, the rest still read."""
+    p = project(raw("DockerMachine", "v1beta2", {"conditions": "Ready", "initialization": {"provisioned": "yes"},
+                                                 "ready": True, "failureReason": "CreateError"},
+                    group="infrastructure.cluster.x-k8s.io"))
+    assert isinstance(p, InfraObject)
+    assert p.conditions == () and p.provisioned is None
+    assert (p.ready, p.failure_reason) == (True, "CreateError")
+    assert any("status.conditions" in problem for problem in p.problems)
+    assert any("status.initialization.provisioned" in problem for problem in p.problems)
+    b = project(raw("KubeadmConfig", "v1beta2", {"initialization": "done", "dataSecretName": 7},
+                    group="bootstrap.cluster.x-k8s.io"))
+    assert isinstance(b, BootstrapConfig)
+    assert (b.data_secret_created, b.data_secret_name) == (None, "") and len(b.problems) == 2
+
+
 # ---- dispatch and identity ---------------------------------------------------------------------
 
 IGNORED = [
@@ -430,7 +489,9 @@ IGNORED = [
     ("no-metadata", {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine"}),
     ("unknown-kind", raw("Pod", "v1", group="core")),
     ("capi-kind-in-wrong-group", raw("Machine", "v1", group="example.com")),
-    ("infra-kind-not-a-pool", raw("AWSMachine", "v1beta2", group="infrastructure.cluster.x-k8s.io")),
+    ("infra-template", raw("AWSMachineTemplate", "v1beta2", group="infrastructure.cluster.x-k8s.io")),
+    ("bootstrap-template", raw("KubeadmConfigTemplate", "v1beta2", group="bootstrap.cluster.x-k8s.io")),
+    ("provider-kind-in-other-group", raw("AWSMachine", "v1beta2", group="notinfrastructure.cluster.x-k8s.io")),
     ("not-a-mapping", ["a", "list"]),
     ("none", None),
     ("name-not-string", {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
@@ -548,3 +609,17 @@ def test_parse_time(text: Any, expected: float | None) -> None:
         "empty"])
 def test_parse_duration(text: str, expected: int | None) -> None:
     assert parse_duration(text) == expected
+
+
+def test_reference_without_group_or_kind_is_a_problem_and_the_rest_is_read() -> None:
+    p = project(raw("Machine", "v1beta2", {}, spec={
+        "clusterName": "c1",
+        "infrastructureRef": {"kind": "DockerMachine", "name": "m"},
+        "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io", "name": "m"}},
+    }))
+    assert isinstance(p, Machine)
+    assert p.infrastructure_ref == Ref("DockerMachine", "m") and p.bootstrap_ref is None
+    assert p.problems == (
+        "spec.infrastructureRef: expected reference with apiGroup (v1beta1: apiVersion), got dict",
+        "spec.bootstrap.configRef: expected reference with kind and name, got dict",
+    )

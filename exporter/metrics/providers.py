@@ -1,0 +1,98 @@
+"""The families of provider objects: the infrastructure objects (InfraCluster, InfraMachine and
+InfraMachinePool kinds: AWSCluster, DockerMachine, ...) and bootstrap configs (KubeadmConfig, ...)
+the Cluster API objects reference, one family set per contract with the object's kind as a label.
+
+Owns which families those objects have and how each is read from the projection and its Result:
+what their contracts define (provisioned / data secret created, terminal failures, conditions as
+reported), their owner for joins (``owner_kind``, ``owner_name``) and the metadata families.
+Owns no rule (``exporter.engine.provider_objects``) and no formatting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from exporter.engine.provider_objects import data_secret_created, owner
+from exporter.metrics.capi import FINDINGS
+from exporter.metrics.common import condition_families, field_family, info_family, metadata_families
+from exporter.metrics.exposition import Sample
+from exporter.metrics.spec import FamilySpec, KindSpec, Subject, family
+
+IDENTITY: Final = ("kind", "name", "namespace", "uid", "cluster_name")
+# The v1beta1 contract's MachineStatusError and ClusterStatusError values; others read Other.
+FAILURE_REASONS: Final = frozenset({
+    "InvalidConfiguration", "UnsupportedChange", "InsufficientResources", "CreateError", "UpdateError",
+    "DeleteError", "JoinClusterTimeoutError",
+})
+
+
+def _flag(value: bool | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _provisioned(o: Any) -> float | None:
+    # v1beta2 contract first; a v1beta1 provider sets only status.ready
+    return _flag(o.provisioned if o.provisioned is not None else o.ready)
+
+
+def _failure(s: Subject[Any]) -> Iterable[Sample]:
+    o = s.obj
+    if not o.failure_reason and not o.failure_message:
+        return []
+    reason = o.failure_reason if o.failure_reason in FAILURE_REASONS or not o.failure_reason else "Other"
+    return [((reason,), 1.0)]
+
+
+def _families(prefix: str, what: str, status: FamilySpec) -> tuple[FamilySpec, ...]:
+    return (
+        info_family(
+            f"{prefix}_info",
+            f"Information about {what}: the object that owns it (its controller ownerReference: the "
+            "Cluster, Machine or MachinePool referencing it), to join on.",
+            ("owner_kind", "owner_name"), owner, "metadata.ownerReferences", compat=False,
+            fields=("meta.owner_refs",),
+        ),
+        status,
+        family(
+            f"{prefix}_status_failure",
+            f"1 while {what} reports a terminal failure (v1beta1 contract status.failureReason or "
+            "failureMessage; reason empty when only a message is set, Other when not one of the "
+            "contract's values); absent otherwise.",
+            "info", ("reason",), "status.failureReason, status.failureMessage", _failure, reads="object",
+            fields=("failure_reason", "failure_message"),
+        ),
+        # Conditions as reported: nothing is computed for these objects.
+        *condition_families(prefix, what, compat=False)[:3],
+        *metadata_families(prefix, what, paused_annotation=False, compat=False, object_labels=False),
+        FINDINGS,
+    )
+
+
+def _data_secret(o: Any) -> float | None:
+    return _flag(data_secret_created(o))
+
+
+INFRA_OBJECT: Final = KindSpec("InfrastructureObject", "capi_infrastructure_object", IDENTITY, _families(
+    "capi_infrastructure_object", "an infrastructure provider object (kind: AWSCluster, DockerMachine, ...)",
+    field_family(
+        "capi_infrastructure_object_status_provisioned",
+        "1 when an infrastructure provider object is provisioned, 0 while it is not: "
+        "status.initialization.provisioned (v1beta2 contract), else status.ready (v1beta1); absent "
+        "while it reports neither.",
+        "status.initialization.provisioned, else status.ready", _provisioned,
+        fields=("provisioned", "ready"),
+    ),
+))
+BOOTSTRAP_CONFIG: Final = KindSpec("BootstrapConfig", "capi_bootstrap_config", IDENTITY, _families(
+    "capi_bootstrap_config", "a bootstrap provider config (kind: KubeadmConfig, ...)",
+    field_family(
+        "capi_bootstrap_config_status_data_secret_created",
+        "1 once a bootstrap config has created the data secret its Machine boots from, 0 while it "
+        "has not: status.initialization.dataSecretCreated (v1beta2 contract), else status.ready or "
+        "status.dataSecretName (v1beta1); absent while it reports none of them.",
+        "status.initialization.dataSecretCreated, else status.ready, status.dataSecretName", _data_secret,
+        fields=("data_secret_created", "ready", "data_secret_name"),
+    ),
+))
+
