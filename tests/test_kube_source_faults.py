@@ -293,3 +293,92 @@ async def test_dropped_connections_reconnect_and_catch_up(env: SourceEnv) -> Non
     await env.converged(source)
     assert source.stats.resource(MACHINES).watch_ends["dropped"] >= 1
     assert "expired" not in source.stats.resource(MACHINES).relists
+
+
+async def test_provider_kinds_followed_from_references_installed_late_and_removed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """InfraCluster, InfraMachine and BootstrapConfig kinds are found from the references of
+    Clusters and Machines (both reference styles), whatever the provider: one not served is
+    counted, one forbidden is unreadable while the rest keeps working, one installed later is
+    watched without a restart, one removed takes only its own objects."""
+    from tests.kubeapi import BOOTSTRAP_TYPES, INFRA_TYPES
+
+    infra, bootstrap = "infrastructure.cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io"
+    aws = next(t for t in INFRA_TYPES if t.kind == "AWSMachine")
+    e = await make_env(tmp_path)
+    try:
+        e.api.install(*CAPI_TYPES, *(t for t in INFRA_TYPES if t is not aws), *BOOTSTRAP_TYPES)
+        cluster = obj("Cluster", "c1")
+        cluster["spec"] = {"infrastructureRef": {"apiGroup": infra, "kind": "DockerCluster", "name": "c1"}}
+        e.api.create(cluster)
+        e.api.create(obj("DockerCluster", "c1"))
+        refs = {
+            "m1": {"apiGroup": infra, "kind": "DockerMachine"},
+            "m2": {"apiVersion": f"{infra}/v1beta1", "kind": "AWSMachine"},  # v1beta1 style, not served yet
+            "m3": {"kind": "DockerMachine"},  # no group: cannot be followed
+        }
+        for name, ref in refs.items():
+            machine = obj("Machine", name)
+            machine["spec"] = {"infrastructureRef": {**ref, "name": name},
+                               "bootstrap": {"configRef": {"apiGroup": bootstrap, "kind": "KubeadmConfig",
+                                                           "name": name}}}
+            e.api.create(machine)
+            e.api.create(obj("KubeadmConfig", name))
+        e.api.create(obj("DockerMachine", "m1"))
+        e.api.fail("KubeadmConfig", 403)  # RBAC grants the infrastructure group only
+        source = await e.start_source()
+        await eventually(source.all_synced)
+        await eventually(lambda: ("DockerMachine", "ns1", "m1") in e.sink.objects)
+        assert ("DockerCluster", "ns1", "c1") in e.sink.objects
+        assert source.synced[f"dockermachines.{infra}"] is True
+        assert source.stats.not_served == {f"AWSMachine.{infra}"}
+        assert source.stats.resources[f"kubeadmconfigs.{bootstrap}"].unreadable_reason == "forbidden"
+        assert source.unreadable() == {("KubeadmConfig", "")}
+        bad = [r for r in caplog.records if "cannot follow its references" in r.getMessage()]
+        assert len(bad) == 1 and "Machine ns1/m3" in bad[0].getMessage()
+        e.api.update(obj("Machine", "m3", changed="yes") | {"spec": {"infrastructureRef": refs["m3"]}})
+        e.api.clear_faults()
+        await eventually(lambda: ("KubeadmConfig", "ns1", "m2") in e.sink.objects, what="granted later")
+
+        e.api.install(aws)  # the provider is installed later: found by the next discovery pass
+        e.api.create(obj("AWSMachine", "m2"))
+        await eventually(lambda: ("AWSMachine", "ns1", "m2") in e.sink.objects, what="AWSMachine watched")
+        await e.converged(source)
+        assert source.stats.not_served == set()
+
+        e.api.uninstall(kind="DockerMachine")  # the provider is removed: only its objects go
+        await e.converged(source)
+        assert ("DockerMachine", "ns1", "m1") not in e.sink.objects
+        assert f"dockermachines.{infra}" not in source.synced
+        for kept in (("DockerCluster", "ns1", "c1"), ("AWSMachine", "ns1", "m2"),
+                     ("KubeadmConfig", "ns1", "m1"), ("Machine", "ns1", "m1"), ("Cluster", "ns1", "c1")):
+            assert kept in e.sink.objects, kept
+        bad = [r for r in caplog.records if "cannot follow its references" in r.getMessage()]
+        assert len(bad) == 1  # the update of m3 did not log it again
+    finally:
+        await e.close()
+
+
+async def test_excluded_provider_roles_are_not_requested(tmp_path: Path) -> None:
+    from tests.kubeapi import BOOTSTRAP_TYPES, INFRA_TYPES
+
+    e = await make_env(tmp_path)
+    try:
+        e.api.install(*CAPI_TYPES, *INFRA_TYPES, *BOOTSTRAP_TYPES)
+        machine = obj("Machine", "m1")
+        machine["spec"] = {
+            "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "DockerMachine",
+                                  "name": "m1"},
+            "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfig",
+                                        "name": "m1"}},
+        }
+        e.api.create(machine)
+        e.api.create(obj("DockerMachine", "m1"))
+        e.api.create(obj("KubeadmConfig", "m1"))
+        source = await e.start_source(exclude_kinds=frozenset({"BootstrapConfig"}))
+        await eventually(lambda: ("DockerMachine", "ns1", "m1") in e.sink.objects)
+        await eventually(source.all_synced)
+        assert not any(r.kind == "KubeadmConfig" for r in e.api.requests)
+    finally:
+        await e.close()

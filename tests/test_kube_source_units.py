@@ -85,8 +85,8 @@ def test_provider_refs_read_both_reference_styles() -> None:
     assert refs("MachinePool", pool({"apiGroup": "other.io", "kind": "X"})) == []
     assert refs("MachinePool", {"spec": {"template": "oops"}}) == []
     assert refs("MachinePool", {}) == []
-    assert refs("Cluster", {"spec": {"infrastructureRef": {"apiGroup": INFRA_GROUP, "kind": "AWSCluster"}}}) == [
-        ("InfraCluster", ResourceSpec(INFRA_GROUP, "AWSCluster"))]
+    cluster = {"spec": {"infrastructureRef": {"apiGroup": INFRA_GROUP, "kind": "AWSCluster"}}}
+    assert refs("Cluster", cluster) == [("InfraCluster", ResourceSpec(INFRA_GROUP, "AWSCluster"))]
     machine = {"spec": {
         "infrastructureRef": {"apiVersion": f"vmware.{INFRA_GROUP}/v1beta1", "kind": "VSphereMachine"},
         "bootstrap": {"configRef": {"apiGroup": BOOTSTRAP_GROUP, "kind": "KubeadmConfig", "name": "m"}},
@@ -96,7 +96,8 @@ def test_provider_refs_read_both_reference_styles() -> None:
         ("BootstrapConfig", ResourceSpec(BOOTSTRAP_GROUP, "KubeadmConfig")),
     ]
     # A bootstrap reference into the infrastructure group is no BootstrapConfig (and vice versa).
-    assert refs("Machine", {"spec": {"bootstrap": {"configRef": {"apiGroup": INFRA_GROUP, "kind": "X"}}}}) == []
+    assert refs("Machine", {"spec": {"bootstrap": {"configRef": {"apiGroup": INFRA_GROUP, "kind": "X"}}}}) \
+        == []
     assert refs("MachineSet", machine) == []
 
 
@@ -107,7 +108,8 @@ def test_provider_refs_without_kind_or_group_are_reported() -> None:
     }}
     found, bad = provider_refs("Machine", machine)
     assert found == []
-    assert bad == ["spec.infrastructureRef names no apiGroup (or apiVersion)", "spec.bootstrap.configRef names no kind"]
+    assert bad == ["spec.infrastructureRef names no apiGroup (or apiVersion)",
+                   "spec.bootstrap.configRef names no kind"]
     found, bad = provider_refs("Cluster", {"spec": {"infrastructureRef": "DockerCluster"}})
     assert (found, bad) == ([], ["spec.infrastructureRef is not an object"])
 

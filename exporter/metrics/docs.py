@@ -149,14 +149,12 @@ is the provider's kind; `capi_infrastructure_object_info` joins an object to its
 `InfraMachine` or `InfraMachinePool` leaves those of that role out. Under `--from-files`
 every object of those groups is read except templates. Findings: `InfrastructureTerminalFailure`
 (see the runbook).
-
 """,
     "BootstrapConfig": """The bootstrap configs Machines and MachinePools reference
 (`spec.bootstrap.configRef`: KubeadmConfig and the other bootstrap providers' kinds in the
 `bootstrap.cluster.x-k8s.io` groups), found the same way; `--exclude-resource BootstrapConfig`
 leaves them out. Findings: `BootstrapDataSecretNotCreated` (no data secret 30 minutes after
 creation) and `BootstrapTerminalFailure` (see the runbook).
-
 """,
     "ManagedCluster": """The fleet inventory of an OCM hub: `ocm_managedcluster_info` carries each cluster's
 Kubernetes version and well-known claims, `ocm_managedcluster_status_capacity` and `_allocatable`

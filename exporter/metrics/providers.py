@@ -45,10 +45,12 @@ def _failure(s: Subject[Any]) -> Iterable[Sample]:
 
 
 def _families(prefix: str, what: str, status: FamilySpec) -> tuple[FamilySpec, ...]:
+    """``what``: the kind of object, as the shared families' help texts name it after "a"."""
+    an = f"an {what}" if what[0] in "aeiou" else f"a {what}"
     return (
         info_family(
             f"{prefix}_info",
-            f"Information about {what}: the object that owns it (its controller ownerReference: the "
+            f"Information about {an}: the object that owns it (its controller ownerReference: the "
             "Cluster, Machine or MachinePool referencing it), to join on.",
             ("owner_kind", "owner_name"), owner, "metadata.ownerReferences", compat=False,
             fields=("meta.owner_refs",),
@@ -56,7 +58,7 @@ def _families(prefix: str, what: str, status: FamilySpec) -> tuple[FamilySpec, .
         status,
         family(
             f"{prefix}_status_failure",
-            f"1 while {what} reports a terminal failure (v1beta1 contract status.failureReason or "
+            f"1 while {an} reports a terminal failure (v1beta1 contract status.failureReason or "
             "failureMessage; reason empty when only a message is set, Other when not one of the "
             "contract's values); absent otherwise.",
             "info", ("reason",), "status.failureReason, status.failureMessage", _failure, reads="object",
@@ -74,7 +76,7 @@ def _data_secret(o: Any) -> float | None:
 
 
 INFRA_OBJECT: Final = KindSpec("InfrastructureObject", "capi_infrastructure_object", IDENTITY, _families(
-    "capi_infrastructure_object", "an infrastructure provider object (kind: AWSCluster, DockerMachine, ...)",
+    "capi_infrastructure_object", "infrastructure provider object (kind: AWSCluster, DockerMachine, ...)",
     field_family(
         "capi_infrastructure_object_status_provisioned",
         "1 when an infrastructure provider object is provisioned, 0 while it is not: "
@@ -85,7 +87,7 @@ INFRA_OBJECT: Final = KindSpec("InfrastructureObject", "capi_infrastructure_obje
     ),
 ))
 BOOTSTRAP_CONFIG: Final = KindSpec("BootstrapConfig", "capi_bootstrap_config", IDENTITY, _families(
-    "capi_bootstrap_config", "a bootstrap provider config (kind: KubeadmConfig, ...)",
+    "capi_bootstrap_config", "bootstrap provider config (kind: KubeadmConfig, ...)",
     field_family(
         "capi_bootstrap_config_status_data_secret_created",
         "1 once a bootstrap config has created the data secret its Machine boots from, 0 while it "

@@ -306,6 +306,8 @@ class KubeSource:
         for group, error in result.failed.items():
             log.warning("discovery of %s failed: %s", group, error)
         for spec, resource in result.found.items():
+            if spec in self._providers:
+                self._note_served(spec, resource is not None)
             current = self._resources.get(spec)
             if resource == current:
                 continue
@@ -313,17 +315,11 @@ class KubeSource:
                 await self._stop_resource(current, gone=resource is None)
             if resource is None:
                 if spec not in self._missing:
-                    referenced = spec in self._providers
-                    log.log(logging.WARNING if referenced else logging.INFO,
-                            "%s (%s) is %s; checking again every %.0fs", spec.kind, spec.group,
-                            "referenced but not served" if referenced else "not installed",
-                            self._config.discovery_interval)
+                    log.info("%s (%s) is not installed; checking again every %.0fs",
+                             spec.kind, spec.group, self._config.discovery_interval)
                     self._missing.add(spec)
-                    if referenced:
-                        self.stats.not_served.add(f"{spec.kind}.{spec.group}")
                 continue
             self._missing.discard(spec)
-            self.stats.not_served.discard(f"{spec.kind}.{spec.group}")
             self._start_resource(resource)
         if not result.failed:
             self._infra_discovered = infra_seen
@@ -397,6 +393,17 @@ class KubeSource:
                 self._infra_seen += 1
                 log.info("%ss reference %s (%s) as %s; looking it up", kind, spec.kind, spec.group, role)
                 self._wake.set()
+
+    def _note_served(self, spec: ResourceSpec, served: bool) -> None:
+        """Counts (``not_served``) and logs once a referenced provider kind the server does not serve."""
+        name = f"{spec.kind}.{spec.group}"
+        if served:
+            self.stats.not_served.discard(name)
+        elif name not in self.stats.not_served:
+            self.stats.not_served.add(name)
+            log.warning("%s (%s) is referenced as %s but not served; its objects are missing until its "
+                        "CRD is installed; checking again every %.0fs", spec.kind, spec.group,
+                        " and ".join(sorted(self._providers[spec])), self._config.discovery_interval)
 
     def _bad_reference(self, raw: Mapping[str, Any], problems: list[str]) -> None:
         """Logged once per object: the engine counts it (a MalformedField finding on the object)."""

@@ -55,12 +55,13 @@ CASES = [
      {"InfrastructureTerminalFailure": ("critical", "DockerCluster m1 (owned by Machine m1) reports a "
                                                     "terminal failure: boom")}),
     ("infra-failure-v1beta2-deprecated", obj("AWSMachine", INFRA, {
-        "initialization": {"provisioned": False}, "deprecated": {"v1beta1": {"failureReason": "UpdateError"}}}),
+        "initialization": {"provisioned": False},
+        "deprecated": {"v1beta1": {"failureReason": "UpdateError"}}}),
      {"InfrastructureTerminalFailure": ("critical", "AWSMachine m1 (owned by Machine m1) reports a terminal "
                                                     "failure: UpdateError")}),
     ("infra-not-provisioned-is-no-finding", obj("AWSMachine", INFRA, {"ready": False}, age=86400), {}),
-    ("bootstrap-created-v1beta2", obj("KubeadmConfig", BOOTSTRAP, {"initialization": {"dataSecretCreated": True}}),
-     {}),
+    ("bootstrap-created-v1beta2",
+     obj("KubeadmConfig", BOOTSTRAP, {"initialization": {"dataSecretCreated": True}}), {}),
     ("bootstrap-ready-v1beta1", obj("KubeadmConfig", BOOTSTRAP, {"ready": True}), {}),
     ("bootstrap-secret-name-only", obj("KubeadmConfig", BOOTSTRAP, {"dataSecretName": "m1"}), {}),
     ("bootstrap-no-secret-past-bound", obj("KubeadmConfig", BOOTSTRAP, {"ready": False}),
@@ -72,7 +73,8 @@ CASES = [
     ("bootstrap-no-secret-within-bound", obj("KubeadmConfig", BOOTSTRAP, {"ready": False},
                                              age=DATA_SECRET_GRACE_SECONDS), {}),
     ("bootstrap-no-secret-deleting", obj("KubeadmConfig", BOOTSTRAP, {"ready": False}, deleting=True), {}),
-    ("bootstrap-failure", obj("KubeadmConfig", BOOTSTRAP, {"ready": True, "failureReason": "InvalidConfiguration"}),
+    ("bootstrap-failure",
+     obj("KubeadmConfig", BOOTSTRAP, {"ready": True, "failureReason": "InvalidConfiguration"}),
      {"BootstrapTerminalFailure": ("critical", "KubeadmConfig m1 (owned by Machine m1) reports a terminal "
                                                "failure: InvalidConfiguration")}),
 ]

@@ -8,12 +8,13 @@ Typical use in a test::
         path = api.write_kubeconfig(tmp_path)
 """
 
-from tests.kubeapi.catalog import CAPI_TYPES, INFRA_TYPES, OCM_TYPES, load_manifests
+from tests.kubeapi.catalog import BOOTSTRAP_TYPES, CAPI_TYPES, INFRA_TYPES, OCM_TYPES, load_manifests
 from tests.kubeapi.kubeconfig import write_kubeconfig
 from tests.kubeapi.server import FakeKubeAPI, Fault, RequestRecord
 from tests.kubeapi.state import ApiError, ResourceType
 
 __all__ = [
+    "BOOTSTRAP_TYPES",
     "CAPI_TYPES",
     "INFRA_TYPES",
     "OCM_TYPES",

@@ -54,6 +54,13 @@ INFRA_TYPES: tuple[ResourceType, ...] = (
     ResourceType(INFRA, "DockerMachinePool", "dockermachinepools", CAPI_VERSIONS),
     ResourceType(INFRA, "AWSManagedMachinePool", "awsmanagedmachinepools", ("v1beta2",)),
     ResourceType(INFRA, "AzureMachinePool", "azuremachinepools", ("v1beta1",)),
+    ResourceType(INFRA, "DockerCluster", "dockerclusters", CAPI_VERSIONS),
+    ResourceType(INFRA, "DockerMachine", "dockermachines", CAPI_VERSIONS),
+    ResourceType(INFRA, "AWSMachine", "awsmachines", ("v1beta2",)),
+)
+
+BOOTSTRAP_TYPES: tuple[ResourceType, ...] = (
+    ResourceType(BOOTSTRAP, "KubeadmConfig", "kubeadmconfigs", CAPI_VERSIONS),
 )
 
 OCM_TYPES: tuple[ResourceType, ...] = (
@@ -66,7 +73,7 @@ OCM_TYPES: tuple[ResourceType, ...] = (
 )
 
 KNOWN: dict[tuple[str, str], ResourceType] = {
-    (t.group, t.kind): t for t in (*CAPI_TYPES, *INFRA_TYPES, *OCM_TYPES)
+    (t.group, t.kind): t for t in (*CAPI_TYPES, *INFRA_TYPES, *BOOTSTRAP_TYPES, *OCM_TYPES)
 }
 CLUSTER_SCOPED_KINDS = {
     "ManagedCluster", "ManagedClusterSet", "Namespace", "ClusterManagementAddOn", "ExtensionConfig",
