@@ -3,7 +3,8 @@
 Rules are flattened to (apiGroup, resource, verb) triples so a test states the whole grant; any
 extra resource, verb, wildcard or Secret access fails. The resource list is the exporter's
 contract (design.md): CAPI core, control-plane, add-on and IPAM kinds (ClusterResourceSets, IPAddressClaims),
-InfraMachinePools, OCM work, cluster and add-on kinds; discovery reads /apis, so
+InfraMachinePools, the common providers' InfraCluster, InfraMachine and BootstrapConfig kinds, OCM
+work, cluster and add-on kinds; discovery reads /apis, so
 CustomResourceDefinitions are not needed.
 """
 
@@ -53,6 +54,20 @@ NAMESPACED_RESOURCES = {
     ("cluster.open-cluster-management.io", "placementdecisions"),
     ("addon.open-cluster-management.io", "managedclusteraddons"),
 } | {("infrastructure.cluster.x-k8s.io", r) for r in INFRA_MACHINE_POOLS}
+# InfraCluster / InfraMachine and BootstrapConfig resources of the common providers.
+PROVIDERS = {
+    "infrastructure.cluster.x-k8s.io": (
+        "awsclusters", "awsmachines", "awsmanagedclusters", "azureclusters", "azuremachines",
+        "azuremanagedclusters", "dockerclusters", "dockermachines", "gcpclusters", "gcpmachines",
+        "gcpmanagedclusters", "ibmpowervsclusters", "ibmpowervsmachines", "kubevirtclusters",
+        "kubevirtmachines", "metal3clusters", "metal3machines", "nutanixclusters", "nutanixmachines",
+        "ociclusters", "ocimachines", "openstackclusters", "openstackmachines", "proxmoxclusters",
+        "proxmoxmachines", "vsphereclusters", "vspheremachines",
+    ),
+    "bootstrap.cluster.x-k8s.io": ("kubeadmconfigs", "kthreesconfigs", "rke2configs", "talosconfigs"),
+}
+PROVIDER_RESOURCES = {(group, r) for group, resources in PROVIDERS.items() for r in resources}
+NAMESPACED_RESOURCES |= PROVIDER_RESOURCES
 CLUSTER_SCOPED_RESOURCES = {
     ("cluster.open-cluster-management.io", "managedclusters"),
     ("runtime.cluster.x-k8s.io", "extensionconfigs"),
@@ -85,6 +100,11 @@ def rbac_kinds(manifests: list[Manifest]) -> list[str]:
 def test_infra_machine_pool_defaults_match_values() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert tuple(values["rbac"]["infrastructureMachinePools"]) == INFRA_MACHINE_POOLS
+
+
+def test_provider_defaults_match_values() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert {p["apiGroup"]: tuple(p["resources"]) for p in values["rbac"]["providers"]} == PROVIDERS
 
 
 def test_cluster_mode_grants_exactly_the_watched_resources() -> None:
@@ -166,7 +186,7 @@ def test_infra_machine_pools_and_extra_rules_are_configurable() -> None:
     rbac = {"infrastructureMachinePools": ["dockermachinepools"], "extraRules": [extra]}
     manifests = render({"rbac": rbac})
     expected = (
-        {r for r in NAMESPACED_RESOURCES if r[0] != "infrastructure.cluster.x-k8s.io"}
+        {r for r in NAMESPACED_RESOURCES if r[0] != "infrastructure.cluster.x-k8s.io" or r in PROVIDER_RESOURCES}
         | {("infrastructure.cluster.x-k8s.io", "dockermachinepools")}
         | CLUSTER_SCOPED_RESOURCES
     )
@@ -174,6 +194,30 @@ def test_infra_machine_pools_and_extra_rules_are_configurable() -> None:
     assert grants(one(manifests, "ClusterRole")["rules"]) == read_only(expected) | extra_grant
 
 
+def test_provider_groups_are_configurable() -> None:
+    """A provider in a group of its own; a group with no resources grants nothing."""
+    providers = [{"apiGroup": "vmware.infrastructure.cluster.x-k8s.io", "resources": ["vspheremachines"]},
+                 {"apiGroup": "bootstrap.cluster.x-k8s.io", "resources": []}]
+    for values in ({"rbac": {"providers": providers}},
+                   {"rbac": {"providers": providers}, "namespaces": ["fleet-a"]}):
+        role = one(render(values), "Role" if "namespaces" in values else "ClusterRole")
+        got = grants(role["rules"])
+        assert read_only({("vmware.infrastructure.cluster.x-k8s.io", "vspheremachines")}) <= got
+        assert not any(g[0] == "bootstrap.cluster.x-k8s.io" for g in got)
+        assert not read_only(PROVIDER_RESOURCES) & got
+
+
+@pytest.mark.parametrize("providers", [
+    [{"apiGroup": "infrastructure.cluster.x-k8s.io", "resources": ["*"]}],
+    [{"apiGroup": "*", "resources": ["awsmachines"]}],
+    [{"resources": ["awsmachines"]}],
+    [{"apiGroup": "infrastructure.cluster.x-k8s.io", "resources": ["awsmachines"], "verbs": ["delete"]}],
+], ids=["wildcard-resource", "wildcard-group", "no-group", "verbs"])
+def test_provider_entries_are_checked(providers: list[dict[str, Any]]) -> None:
+    with pytest.raises(RenderError, match="providers"):
+        render({"rbac": {"providers": providers}})
+
+
 def test_no_infra_machine_pools_drops_the_rule() -> None:
-    rules = one(render({"rbac": {"infrastructureMachinePools": []}}), "ClusterRole")["rules"]
+    rules = one(render({"rbac": {"infrastructureMachinePools": [], "providers": []}}), "ClusterRole")["rules"]
     assert all("infrastructure.cluster.x-k8s.io" not in r["apiGroups"] for r in rules)

@@ -130,6 +130,15 @@ every authenticated user may read, so no CustomResourceDefinition access is need
     {{- toYaml (uniq .) | nindent 4 }}
   verbs: [get, list, watch]
 {{- end }}
+{{- range .Values.rbac.providers }}
+{{- if .resources }}
+- apiGroups:
+    - {{ .apiGroup }}
+  resources:
+    {{- toYaml (uniq .resources) | nindent 4 }}
+  verbs: [get, list, watch]
+{{- end }}
+{{- end }}
 - apiGroups:
     - work.open-cluster-management.io
   resources:
