@@ -20,7 +20,7 @@ import yaml
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NOW = datetime.fromisoformat("2026-11-20T12:00:00+00:00")  # the --now the golden tests evaluate with
 # Small enough to read: each story adds a few objects; raise with the stories, not more.
-MAX_OBJECTS = 172
+MAX_OBJECTS = 177
 
 CLUSTER_NAME = "cluster.x-k8s.io/cluster-name"
 MWRS_LABEL = "work.open-cluster-management.io/manifestworkreplicaset"

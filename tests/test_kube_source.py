@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sources.discovery import INFRA_GROUP, WATCHED
+from exporter.sources.discovery import BOOTSTRAP_GROUP, INFRA_GROUP, WATCHED
 from exporter.sources.kube import KubeSource, KubeSourceConfig
 from tests.kubeapi import CAPI_TYPES, INFRA_TYPES, OCM_TYPES, ResourceType, load_manifests
 from tests.kubeapi.fixtures import FAST, INVALID_LABEL, MWRS_LABEL, SourceEnv, eventually, make_env, obj
@@ -243,8 +243,9 @@ async def test_example_fleet_through_the_fake_api(tmp_path: Path) -> None:
     source = KubeSource(store, KubeSourceConfig(kubeconfig=str(e.kubeconfig), loop=FAST))
     try:
         e.api.load(load_manifests(examples))
-        pools = {t.kind for t in e.api.resources.values() if t.group == INFRA_GROUP}
-        watched = {s.kind for s in WATCHED} | pools
+        # Provider kinds (AWSMachinePool, AWSMachine, KubeadmConfig, ...): the referenced ones
+        providers = {t.kind for t in e.api.resources.values() if t.group in (INFRA_GROUP, BOOTSTRAP_GROUP)}
+        watched = {s.kind for s in WATCHED} | providers
         expected = set()
         for raw in e.api.objects():
             owned = MWRS_LABEL in (raw["metadata"].get("labels") or {})
