@@ -186,7 +186,8 @@ def test_infra_machine_pools_and_extra_rules_are_configurable() -> None:
     rbac = {"infrastructureMachinePools": ["dockermachinepools"], "extraRules": [extra]}
     manifests = render({"rbac": rbac})
     expected = (
-        {r for r in NAMESPACED_RESOURCES if r[0] != "infrastructure.cluster.x-k8s.io" or r in PROVIDER_RESOURCES}
+        {r for r in NAMESPACED_RESOURCES
+         if r[0] != "infrastructure.cluster.x-k8s.io" or r in PROVIDER_RESOURCES}
         | {("infrastructure.cluster.x-k8s.io", "dockermachinepools")}
         | CLUSTER_SCOPED_RESOURCES
     )

@@ -91,6 +91,11 @@ EXPECTED_ALERTS = {
     ("CAPIMachinePoolContractViolation", "fleet-staging/staging-pools-gpu/InfraMachinePoolNotProvisioned"),
     ("CAPIMachinePoolContractViolation", "fleet-staging/staging-pools-gpu/InfraMachinePoolTerminalFailure"),
     ("CAPIMachinePoolContractViolation", "fleet-staging/staging-pools-spot/InfraMachinePoolNotProvisioned"),
+    # prod-us-1's provisioning worker: EC2 terminated its instance (the AWSMachine's terminal failure);
+    # staging-pools-spot's KubeadmConfig cannot produce bootstrap data.
+    ("CAPIInfrastructureTerminalFailure",
+     "fleet-prod/prod-us-1-md-0-vl7qx-fn6qs/InfrastructureTerminalFailure"),
+    ("CAPIBootstrapDataSecretNotCreated", "fleet-staging/staging-pools-spot"),
     ("CAPIMachineNotReady", "fleet-legacy/legacy-west-1-md-0-bq7n2-z2hct"),
     ("CAPIMachineNotReady", "fleet-prod/prod-ap-1-control-plane-8wd4n"),
     ("CAPIMachineNotReady", "fleet-prod/prod-ap-1-md-0-7c9tq-ncw5j"),

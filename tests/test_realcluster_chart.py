@@ -2,13 +2,13 @@
 and the exporter, run with the chart's own arguments and a token of the chart's ServiceAccount,
 reading everything the chart's RBAC grants and reporting what it does not.
 
-One hub per module: the v1beta2 era's CRDs (Cluster API v1.14, ocm v1.2, the AWS provider's
-AWSMachinePool) with its example objects, and the Prometheus operator's ServiceMonitor,
-PodMonitor, PrometheusRule and AlertmanagerConfig CRDs (the last from the same pinned module). Each install is
-its own Helm release (their cluster-scoped objects do not collide) and is applied server-side with
-strict field validation, as `helm install` would create it. The exporter runs as a process on the
-host, with the rendered container's arguments minus the listen address, which only makes sense in
-the pod.
+One hub per module: the v1beta2 era's CRDs (Cluster API v1.14, ocm v1.2, the AWS and Docker
+providers' kinds the examples reference) with its example objects, and the Prometheus operator's
+ServiceMonitor, PodMonitor, PrometheusRule and AlertmanagerConfig CRDs (the last from the same
+pinned module). Each install is its own Helm release (their cluster-scoped objects do not collide)
+and is applied server-side with strict field validation, as `helm install` would create it. The
+exporter runs as a process on the host, with the rendered container's arguments minus the listen
+address, which only makes sense in the pod.
 """
 
 from __future__ import annotations
@@ -38,13 +38,14 @@ RELEASE_NAMESPACE = "fleet-monitoring"
 WATCHED_NAMESPACES = ["fleet-prod", "app-delivery", "prod-eu-1"]
 
 # What the exporter reads on this hub (its watched kinds whose CRDs are installed, and the
-# InfraMachinePool kind the MachinePools reference), as it names them: <plural>.<group>. Fixed
+# provider kinds the Clusters, Machines and MachinePools reference), as it names them: <plural>.<group>. Fixed
 # here, not derived from the rendered RBAC, so that a rule the chart drops fails the tests.
 CAPI = "cluster.x-k8s.io"
 OCM_WORK = "work.open-cluster-management.io"
 OCM_CLUSTER = "cluster.open-cluster-management.io"
 MANAGED_CLUSTERS = f"managedclusters.{OCM_CLUSTER}"
 AWS_MACHINE_POOLS = "awsmachinepools.infrastructure.cluster.x-k8s.io"
+KUBEADM_CONFIGS = "kubeadmconfigs.bootstrap.cluster.x-k8s.io"
 EXTENSION_CONFIGS = "extensionconfigs.runtime.cluster.x-k8s.io"
 CLUSTER_SCOPED = {MANAGED_CLUSTERS, EXTENSION_CONFIGS}
 EXPECTED_RESOURCES = frozenset({
@@ -54,6 +55,10 @@ EXPECTED_RESOURCES = frozenset({
     EXTENSION_CONFIGS, "ipaddressclaims.ipam.cluster.x-k8s.io",
     "kubeadmcontrolplanes.controlplane.cluster.x-k8s.io",
     AWS_MACHINE_POOLS,
+    # The provider kinds the Clusters and Machines reference, served on this hub.
+    *(f"{p}.infrastructure.cluster.x-k8s.io" for p in ("awsclusters", "awsmachines", "dockerclusters",
+                                                       "dockermachines")),
+    KUBEADM_CONFIGS,
     f"manifestworkreplicasets.{OCM_WORK}", f"manifestworks.{OCM_WORK}",
     MANAGED_CLUSTERS, f"placements.{OCM_CLUSTER}", f"placementdecisions.{OCM_CLUSTER}",
 })
@@ -362,6 +367,9 @@ FORBIDDEN: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
                         (AWS_MACHINE_POOLS,)),
     "awsmachinepools-namespaced": ({**NAMESPACED_VALUES, "rbac": {"infrastructureMachinePools": [
         "dockermachinepools"]}}, (AWS_MACHINE_POOLS,)),
+    # A provider list that leaves out the bootstrap group: the KubeadmConfigs the Machines reference.
+    "kubeadmconfigs": ({"rbac": {"providers": [{"apiGroup": "infrastructure.cluster.x-k8s.io", "resources": [
+        "awsclusters", "awsmachines", "dockerclusters", "dockermachines"]}]}}, (KUBEADM_CONFIGS,)),
 }
 
 

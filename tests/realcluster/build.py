@@ -94,10 +94,19 @@ CRD_SOURCES = {
     "capi-v1beta1": CrdSource("sigs.k8s.io/cluster-api", "v1.10.6", CAPI_GLOBS),
     # Stores v1beta2 (v1beta1 still served).
     "capi-v1beta2": CrdSource("sigs.k8s.io/cluster-api", "v1.14.2", CAPI_GLOBS),
-    # An infrastructure provider's MachinePool: the AWS provider's, as the examples use.
+    # An infrastructure provider's MachinePool, InfraCluster and InfraMachine kinds: the AWS
+    # provider's, as the examples use.
     "aws-machinepool": CrdSource(
         "sigs.k8s.io/cluster-api-provider-aws/v2", "v2.10.0",
-        ("config/crd/bases/infrastructure.cluster.x-k8s.io_awsmachinepools.yaml",),
+        ("config/crd/bases/infrastructure.cluster.x-k8s.io_awsmachinepools.yaml",
+         "config/crd/bases/infrastructure.cluster.x-k8s.io_awsclusters.yaml",
+         "config/crd/bases/infrastructure.cluster.x-k8s.io_awsmachines.yaml"),
+    ),
+    # The Docker provider's InfraCluster and InfraMachine kinds, which the staging examples reference.
+    "capd": CrdSource(
+        "sigs.k8s.io/cluster-api/test", "v1.14.2",
+        ("infrastructure/docker/config/crd/bases/infrastructure.cluster.x-k8s.io_dockerclusters.yaml",
+         "infrastructure/docker/config/crd/bases/infrastructure.cluster.x-k8s.io_dockermachines.yaml"),
     ),
     # Writes the MWRS summary key "Applied" (before the rename to "applied" in v1.1.0).
     "ocm-v1.0": CrdSource("open-cluster-management.io/api", "v1.0.0", OCM_GLOBS),

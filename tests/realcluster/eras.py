@@ -44,8 +44,8 @@ ERAS = (
     # Cluster API v1.8-v1.10 hubs (v1beta1 storage) with an ocm v1.0 hub's ManifestWorkReplicaSet.
     Era("v1beta1", ("capi-v1beta1", "ocm-v1.0"),
         ("capi/legacy-*.yaml", "ocm/cert-bundle-legacy-summary.yaml", "ocm/managed-clusters.yaml")),
-    # Current hubs: Cluster API v1.14 (v1beta2 storage), ocm v1.2, the AWS provider's pools.
-    Era("v1beta2", ("capi-v1beta2", "ocm-v1.2", "aws-machinepool"),
+    # Current hubs: Cluster API v1.14 (v1beta2 storage), ocm v1.2, the AWS and Docker providers.
+    Era("v1beta2", ("capi-v1beta2", "ocm-v1.2", "aws-machinepool", "capd"),
         ("capi/*.yaml", "ocm/*.yaml"), exclude=("capi/legacy-*.yaml", "ocm/cert-bundle-legacy-summary.yaml")),
 )
 
