@@ -54,6 +54,24 @@ def test_sizes_at_small_scale(fleet: list[Obj]) -> None:
     assert counts["Machine"] == size.machines + scaling_extra
 
 
+def test_one_provider_object_per_reference_and_the_rest_unchanged(fleet: list[Obj]) -> None:
+    """A DockerCluster per Cluster, a DockerMachine and a KubeadmConfig per Machine, each named as
+    its owner references it; without them the fleet is the same objects."""
+    counts = count_by_kind(fleet)
+    assert counts["DockerCluster"] == counts["Cluster"]
+    assert counts["DockerMachine"] == counts["KubeadmConfig"] == counts["Machine"]
+    providers = ("DockerCluster", "DockerMachine", "KubeadmConfig")
+    keys = {(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]) for o in fleet if o["kind"] in providers}
+    for m in by_kind(fleet, "Machine"):
+        ns = m["metadata"]["namespace"]
+        assert ("DockerMachine", ns, m["spec"]["infrastructureRef"]["name"]) in keys
+        assert ("KubeadmConfig", ns, m["spec"]["bootstrap"]["configRef"]["name"]) in keys
+    for c in by_kind(fleet, "Cluster"):
+        assert ("DockerCluster", c["metadata"]["namespace"], c["spec"]["infrastructureRef"]["name"]) in keys
+    without = list(generate(SCALE, seed=5, providers=False))
+    assert without == [o for o in fleet if o["kind"] not in providers]
+
+
 def test_same_seed_same_objects_other_seed_other_objects(fleet: list[Obj]) -> None:
     assert list(generate(SCALE, seed=5)) == fleet
     assert list(generate(SCALE, seed=6)) != fleet

@@ -60,6 +60,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="only time to ready, series (per kind), bytes and quiet scrape times (no churn, no burst)",
     )
+    p.add_argument(
+        "--no-provider-objects",
+        action="store_true",
+        help="run the exporter with the provider objects (DockerCluster, DockerMachine, KubeadmConfig) "
+        "excluded; the API server serves the same fleet",
+    )
     p.add_argument("--json", default="", metavar="PATH", help="also write every figure as JSON")
     p.add_argument(
         "--profile",
@@ -71,7 +77,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def options(args: argparse.Namespace) -> Options:
-    o = Options(quick=args.quick, rate=args.rate, seed=args.seed, profile=args.profile)
+    o = Options(quick=args.quick, rate=args.rate, seed=args.seed, profile=args.profile,
+                provider_objects=not args.no_provider_objects)
     if args.quick:
         o = replace(o, churn_minutes=1.0, burst=5000, scrapes=10, window=30.0, slow_interval=10.0)
     if args.churn_minutes is not None:

@@ -31,7 +31,7 @@ from aiohttp import web
 
 from tests.benchmark.fleet import Obj, count_by_kind, generate
 from tests.benchmark.mutations import Change, Mutator, changed, recreated
-from tests.kubeapi import CAPI_TYPES, INFRA_TYPES, OCM_TYPES, FakeKubeAPI
+from tests.kubeapi import BOOTSTRAP_TYPES, CAPI_TYPES, INFRA_TYPES, OCM_TYPES, FakeKubeAPI
 
 
 class FleetServer:
@@ -43,7 +43,7 @@ class FleetServer:
         # a watch's start: the churned kinds' watches re-open at their deadline from a version
         # still in the history instead of relisting (410 Gone).
         self.api = FakeKubeAPI(history_limit=50_000, bookmark_interval=60.0)
-        self.api.install(*CAPI_TYPES, *INFRA_TYPES, *OCM_TYPES)
+        self.api.install(*CAPI_TYPES, *INFRA_TYPES, *BOOTSTRAP_TYPES, *OCM_TYPES)
         objects = list(generate(scale, seed))
         for obj in objects:
             self.api.create(obj)

@@ -155,14 +155,21 @@ def owner(api_version: str, kind: str, name: str, uid: str, controller: bool = T
     return ref
 
 
-def generate(scale: int, seed: int = 1) -> Iterator[Obj]:
-    """Every object of the fleet at ``scale`` percent, deterministic for a given seed."""
+def generate(scale: int, seed: int = 1, providers: bool = True) -> Iterator[Obj]:
+    """Every object of the fleet at ``scale`` percent, deterministic for a given seed.
+
+    ``providers``: with the provider objects the Clusters and Machines reference (a DockerCluster
+    per Cluster, a DockerMachine and a KubeadmConfig per Machine); the other objects are the same
+    either way.
+    """
     from tests.benchmark.fleet_capi import capi_objects
     from tests.benchmark.fleet_ocm import ocm_objects
+    from tests.benchmark.fleet_providers import with_providers
 
     size = FleetSize.for_scale(scale)
     gen = Gen(seed)
-    yield from capi_objects(size, gen)
+    capi = capi_objects(size, gen)
+    yield from with_providers(capi) if providers else capi
     yield from ocm_objects(size, gen)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import aiohttp
 
+from exporter.sources.discovery import PROVIDER_ROLES
 from tests.benchmark import probes
 from tests.benchmark.mutations import MARKER_FAMILY
 from tests.benchmark.probes import Child, Scrape, StallProbe, percentile
@@ -51,6 +52,9 @@ class Options:
     profile: bool = False  # py-spy the exporter during the burst and the churn
     burst_limit: float = 120.0  # seconds to wait for a burst to be processed
     size_only: bool = False  # only ready, size (series per kind) and quiet scrapes
+    # False: the exporter leaves the provider objects out (--exclude-resource of their roles); the
+    # fleet, served by the API server, is the same
+    provider_objects: bool = True
 
 
 # How often the churn phase scrapes the marker family alone to time event-to-scrape, and the burst
@@ -80,7 +84,8 @@ class Run:
         self.o = opts
         self.dir = opts.workdir / f"scale-{opts.scale}"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.result: dict[str, Any] = {"scale": opts.scale, "mode": "quick" if opts.quick else "full"}
+        self.result: dict[str, Any] = {"scale": opts.scale, "mode": "quick" if opts.quick else "full",
+                                       "provider_objects": opts.provider_objects}
         self.port = free_port()
         self.control = f"http://127.0.0.1:{free_port()}"
         self.metrics_url = f"http://127.0.0.1:{self.port}/metrics"
@@ -140,6 +145,8 @@ class Run:
             "--web.listen-address",
             f"127.0.0.1:{self.port}",
         ]
+        if not self.o.provider_objects:
+            cmd += [f"--exclude-resource={role}" for role in PROVIDER_ROLES]
         start = time.monotonic()
         self.exporter = start_child(cmd, self.dir / "exporter.log")
         ready = await self._wait_status(session, "/readyz", start, 600)

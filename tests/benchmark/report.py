@@ -192,8 +192,10 @@ def size_table(results: list[Result]) -> str:
         objects = r.get("objects_served") or 0
         series = r.get("series") or 0
         quiet = r.get("quiet", {})
+        providers = "on" if r.get("provider_objects", True) else "off"
         lines += [
-            f"scale {r.get('scale', '?')} %: {objects:,} objects, {series:,} series "
+            f"scale {r.get('scale', '?')} % (provider objects {providers}): "
+            f"{objects:,} objects, {series:,} series "
             f"({series / objects if objects else float('nan'):.1f} per object), "
             f"{_mb(r.get('bytes_raw')) or 0:.2f} MB raw, {_mb(r.get('bytes_gzip')) or 0:.2f} MB gzip, "
             f"ready in {r.get('ready_seconds', float('nan')):.1f} s",
