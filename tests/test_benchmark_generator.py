@@ -61,7 +61,8 @@ def test_one_provider_object_per_reference_and_the_rest_unchanged(fleet: list[Ob
     assert counts["DockerCluster"] == counts["Cluster"]
     assert counts["DockerMachine"] == counts["KubeadmConfig"] == counts["Machine"]
     providers = ("DockerCluster", "DockerMachine", "KubeadmConfig")
-    keys = {(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]) for o in fleet if o["kind"] in providers}
+    keys = {(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"])
+            for o in fleet if o["kind"] in providers}
     for m in by_kind(fleet, "Machine"):
         ns = m["metadata"]["namespace"]
         assert ("DockerMachine", ns, m["spec"]["infrastructureRef"]["name"]) in keys
