@@ -11,6 +11,7 @@ Owns no rule (``exporter.engine.provider_objects``) and no formatting.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, Final
 
 from exporter.engine.provider_objects import data_secret_created, owner
@@ -20,6 +21,8 @@ from exporter.metrics.exposition import Sample
 from exporter.metrics.spec import FamilySpec, KindSpec, Subject, family
 
 IDENTITY: Final = ("kind", "name", "namespace", "uid", "cluster_name")
+# The condition types the InfraCluster, InfraMachine and BootstrapConfig contracts define.
+CONTRACT_CONDITIONS: Final = frozenset({"Ready", "Paused"})
 # The v1beta1 contract's MachineStatusError and ClusterStatusError values; others read Other.
 FAILURE_REASONS: Final = frozenset({
     "InvalidConfiguration", "UnsupportedChange", "InsufficientResources", "CreateError", "UpdateError",
@@ -44,6 +47,21 @@ def _failure(s: Subject[Any]) -> Iterable[Sample]:
     return [((reason,), 1.0)]
 
 
+def _contract_conditions(fam: FamilySpec, help_text: str) -> FamilySpec:
+    """A condition family limited to the types the contracts define: a provider's own types
+    (InstanceReady, ContainerProvisioned, DataSecretAvailable, ...) are summarised by its Ready,
+    and their reasons would read Other; one object per Machine makes every series count."""
+    inner = fam.extract
+
+    def extract(s: Subject[Any]) -> Iterable[Sample]:
+        return [sample for sample in inner(s) if sample[0][0] in CONTRACT_CONDITIONS]
+
+    return replace(fam, extract=extract, source=f"{fam.source}: Ready and Paused", help=help_text)
+
+
+_CONDITION_TEXTS: Final = ("status (a state set)", "lastTransitionTime", "reason")
+
+
 def _families(prefix: str, what: str, status: FamilySpec) -> tuple[FamilySpec, ...]:
     """``what``: the kind of object, as the shared families' help texts name it after "a"."""
     an = f"an {what}" if what[0] in "aeiou" else f"a {what}"
@@ -65,7 +83,11 @@ def _families(prefix: str, what: str, status: FamilySpec) -> tuple[FamilySpec, .
             fields=("failure_reason", "failure_message"),
         ),
         # Conditions as reported: nothing is computed for these objects.
-        *condition_families(prefix, what, compat=False)[:3],
+        *(_contract_conditions(f, f"The {text} of the Ready and Paused conditions of {an}, as reported "
+                                  f"(the conditions its contract defines){tail}.")
+          for f, text, tail in zip(condition_families(prefix, what, compat=False)[:3], _CONDITION_TEXTS,
+                                   ("", ", in Unix seconds", " (bounded; unlisted reasons read Other)"),
+                                   strict=True)),
         *metadata_families(prefix, what, paused_annotation=False, compat=False, object_labels=False),
         FINDINGS,
     )
@@ -76,7 +98,7 @@ def _data_secret(o: Any) -> float | None:
 
 
 INFRA_OBJECT: Final = KindSpec("InfrastructureObject", "capi_infrastructure_object", IDENTITY, _families(
-    "capi_infrastructure_object", "infrastructure provider object (kind: AWSCluster, DockerMachine, ...)",
+    "capi_infrastructure_object", "provider infrastructure object (kind: AWSCluster, DockerMachine, ...)",
     field_family(
         "capi_infrastructure_object_status_provisioned",
         "1 when an infrastructure provider object is provisioned, 0 while it is not: "
