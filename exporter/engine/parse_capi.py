@@ -77,18 +77,19 @@ def layout_of(meta: Meta, raw: Mapping[str, Any], f: Fields) -> str:
 
 def _common(
     raw: Mapping[str, Any], meta: Meta, f: Fields, layout: str | None = None,
-    v1beta1_read: frozenset[str] | None = None,
+    v1beta1_read: frozenset[str] | None = None, read: frozenset[str] | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of ``Base`` for a CAPI object: conditions of both generations, pausing, owner.
 
-    ``v1beta1_read``: where the object also has v1beta2 conditions, the only v1beta1 types kept.
+    ``v1beta1_read``: where the object also has v1beta2 conditions, the only v1beta1 types kept;
+    ``read``: the only v1beta2 types kept (None: all).
     """
     layout = layout or layout_of(meta, raw, f)
     if layout == "v1beta2":
-        conditions = f.conditions(raw, "status.conditions")
+        conditions = f.conditions(raw, "status.conditions", read)
         old = f.conditions(raw, "status.deprecated.v1beta1.conditions", v1beta1_read)
     elif layout == "v1beta1+v1beta2":
-        conditions = f.conditions(raw, "status.v1beta2.conditions")
+        conditions = f.conditions(raw, "status.v1beta2.conditions", read)
         old = f.conditions(raw, "status.conditions", v1beta1_read)
     else:
         conditions, old = (), f.conditions(raw, "status.conditions")
@@ -414,11 +415,18 @@ def infra_machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> InfraMa
     )
 
 
+# The conditions kept of an InfraCluster, InfraMachine or BootstrapConfig: those their contracts
+# define. A provider's own types are summarised by its Ready; with one of each object per Machine,
+# keeping them would cost memory for what no rule and no metric reads.
+CONTRACT_CONDITIONS: Final = frozenset({"Ready", "Paused"})
+_NONE: Final[frozenset[str]] = frozenset()
+
+
 def infra_object(raw: Mapping[str, Any], meta: Meta, f: Fields) -> InfraObject:
     """An InfraCluster or InfraMachine kind (the contracts give both the same status fields)."""
     layout, contract = _provider_layout(raw, f)
     return InfraObject(
-        **_common(raw, meta, f, layout),
+        **_common(raw, meta, f, layout, _NONE, CONTRACT_CONDITIONS),
         **_failure(raw, contract, f),
         provisioned=f.bool_(raw, "status.initialization.provisioned"),
         ready=f.bool_(raw, "status.ready"),
@@ -429,7 +437,7 @@ def infra_object(raw: Mapping[str, Any], meta: Meta, f: Fields) -> InfraObject:
 def bootstrap_config(raw: Mapping[str, Any], meta: Meta, f: Fields) -> BootstrapConfig:
     layout, contract = _provider_layout(raw, f)
     return BootstrapConfig(
-        **_common(raw, meta, f, layout),
+        **_common(raw, meta, f, layout, _NONE, CONTRACT_CONDITIONS),
         **_failure(raw, contract, f),
         data_secret_created=f.bool_(raw, "status.initialization.dataSecretCreated"),
         ready=f.bool_(raw, "status.ready"),

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, Final
 
+from exporter.engine.parse_capi import CONTRACT_CONDITIONS
 from exporter.engine.provider_objects import data_secret_created, owner
 from exporter.metrics.capi import FINDINGS
 from exporter.metrics.common import condition_families, field_family, info_family, metadata_families
@@ -21,8 +22,6 @@ from exporter.metrics.exposition import Sample
 from exporter.metrics.spec import FamilySpec, KindSpec, Subject, family
 
 IDENTITY: Final = ("kind", "name", "namespace", "uid", "cluster_name")
-# The condition types the InfraCluster, InfraMachine and BootstrapConfig contracts define.
-CONTRACT_CONDITIONS: Final = frozenset({"Ready", "Paused"})
 # The v1beta1 contract's MachineStatusError and ClusterStatusError values; others read Other.
 FAILURE_REASONS: Final = frozenset({
     "InvalidConfiguration", "UnsupportedChange", "InsufficientResources", "CreateError", "UpdateError",
@@ -50,7 +49,9 @@ def _failure(s: Subject[Any]) -> Iterable[Sample]:
 def _contract_conditions(fam: FamilySpec, help_text: str) -> FamilySpec:
     """A condition family limited to the types the contracts define: a provider's own types
     (InstanceReady, ContainerProvisioned, DataSecretAvailable, ...) are summarised by its Ready,
-    and their reasons would read Other; one object per Machine makes every series count."""
+    and their reasons would read Other; one object per Machine makes every series count. The
+    projections keep only these (``parse_capi.CONTRACT_CONDITIONS``) but an InfraMachinePool keeps
+    all of its conditions for the MachinePool contract checks."""
     inner = fam.extract
 
     def extract(s: Subject[Any]) -> Iterable[Sample]:
