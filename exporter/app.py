@@ -56,6 +56,7 @@ from exporter.timeslice import TimeSlice
 from exporter.web import Exposition, LimitedSite, make_app, make_probe_app
 
 log = logging.getLogger("exporter.app")
+MAX_LOGGED_OBJECTS = 10_000
 
 RESYNC_SECONDS = 60.0  # time-based rules (minReadySeconds, stale deletion) move with the clock alone
 # Before the source's first sync, evaluate at most this often, and leave at least PROGRESS_SPACING
@@ -82,11 +83,14 @@ class FilteringSink:
         self.store = store
         self.namespaces = frozenset(namespaces)
         self.exclude = frozenset(exclude)
+        self._malformed: set[ObjectKey] = set()  # objects whose malformed fields were logged
 
     def _accept(self, obj: Base) -> bool:
         # Provider objects are also excluded by their contract role (InfraMachine, BootstrapConfig, ...).
         if obj.meta.kind in self.exclude or getattr(obj, "role", None) in self.exclude:
             return False
+        if obj.problems and obj.key not in self._malformed:
+            self._log_malformed(obj)
         # Cluster-scoped objects (ManagedClusters) are needed whatever the namespaces.
         return not self.namespaces or not obj.meta.namespace or obj.meta.namespace in self.namespaces
 
@@ -99,6 +103,16 @@ class FilteringSink:
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
         self.store.delete(kind, namespace, name)
+
+    def _log_malformed(self, obj: Base) -> None:
+        """Once per object (a bound, not a cache: forgotten all at once past it); the fields are
+        read as missing, the rest of the object is exported, and each is a MalformedField finding."""
+        if len(self._malformed) >= MAX_LOGGED_OBJECTS:
+            self._malformed.clear()
+        self._malformed.add(obj.key)
+        meta = obj.meta
+        log.warning("%s %s/%s: fields read as missing (a MalformedField finding each): %s",
+                    meta.kind, meta.namespace, meta.name, "; ".join(obj.problems))
 
 
 class Rotation:

@@ -175,3 +175,33 @@ def test_serve_keeps_serving_the_good_files_beside_hostile_ones(tmp_path: Path) 
 def test_loaded_fixture_is_valid(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text(json.dumps(cluster("lone\ud800")))
     assert [o.meta.name for o in load(tmp_path).projections] == ["lone\ud800"]
+
+
+async def test_a_provider_object_of_an_unexpected_shape_is_exported_as_far_as_it_can_be_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Conditions a string, provisioned a string: logged once with the object's name, a
+    MalformedField finding per field, and what can be read (its failure, its owner) exported."""
+    odd = {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSMachine",
+           "metadata": {"name": "m1", "namespace": "ns", "uid": "u1",
+                        "labels": {"cluster.x-k8s.io/cluster-name": "c1"},
+                        "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+                                             "name": "m1", "uid": "mu", "controller": True}]},
+           "status": {"conditions": "Ready", "initialization": {"provisioned": "yes"},
+                      "failureReason": "CreateError"}}
+    (tmp_path / "fleet.json").write_text(json.dumps({"kind": "List", "items": [cluster("c1"), odd]}))
+    with caplog.at_level(logging.WARNING, logger="exporter.app"):
+        pipeline, store = await _loaded_pipeline(tmp_path)
+        await pipeline.run_pass(store.take_dirty())
+        source = FileSource(tmp_path, pipeline.sink)
+        await source.poll_once()  # read again: not logged again
+    body = pipeline.renderer.render_body().decode()
+    ident = 'kind="AWSMachine",name="m1",namespace="ns",uid="u1",cluster_name="c1"'
+    assert f'capi_infrastructure_object_info{{{ident},owner_kind="Machine",owner_name="m1"}} 1' in body
+    assert f'capi_infrastructure_object_status_failure{{{ident},reason="CreateError"}} 1' in body
+    assert "capi_infrastructure_object_status_provisioned{" not in body
+    assert "capi_infrastructure_object_status_condition{" not in body
+    assert ('capi_finding{kind="AWSMachine",namespace="ns",name="m1",cluster_name="c1",code="MalformedField",'
+            'severity="warning"} 2') in body
+    logged = [r.getMessage() for r in caplog.records if "fields read as missing" in r.getMessage()]
+    assert len(logged) == 1 and "AWSMachine ns/m1" in logged[0] and "status.conditions" in logged[0], logged
