@@ -147,7 +147,9 @@ discovery from those references in the `infrastructure.cluster.x-k8s.io` groups.
 is the provider's kind; `capi_infrastructure_object_info` joins an object to its owner
 (`owner_kind`, `owner_name`: the Machine, Cluster or MachinePool). `--exclude-resource InfraCluster`,
 `InfraMachine` or `InfraMachinePool` leaves those of that role out. Under `--from-files`
-every object of those groups is read except templates. Conditions: the contract's `Ready` and
+every object of those groups is read except templates. Templates are not watched (a
+KubeadmControlPlane's or MachineDeployment's infrastructure template has no status; the Machines
+made from it reference InfraMachines of their own, which are). Conditions: the contract's `Ready` and
 `Paused` (a provider's own types are summarised by its `Ready`; `evaluate` shows the same). Findings:
 `InfrastructureTerminalFailure` (see the runbook).
 """,
