@@ -115,3 +115,18 @@ async def test_a_missing_path_loads_nothing(tmp_path, name):
     source = FileSource(tmp_path / name, store)
     assert await source.poll_once()
     assert len(store) == 0 and source.synced
+
+
+async def test_provider_roles_are_excluded_from_files_as_from_the_api():
+    """--exclude-resource InfraMachine leaves out every InfraMachine kind (AWSMachine), not the
+    InfraCluster (AWSCluster) nor the bootstrap configs; the same names the kube source takes."""
+    from exporter.app import FilteringSink
+
+    store = Store()
+    sink = FilteringSink(store, exclude=("InfraMachine",))
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    source = FileSource(examples / "capi" / "prod-us-1-rolling-upgrade.yaml", sink)
+    await source.poll_once()
+    kinds = set(store.count_by_kind())
+    assert {"AWSCluster", "KubeadmConfig", "Machine"} <= kinds
+    assert "AWSMachine" not in kinds
