@@ -40,15 +40,16 @@ from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
 from exporter.engine.model import Base, ObjectKey, Result
 from exporter.engine.parse import project
+from exporter.engine.rule_inputs import export_only_change
 from exporter.gcpolicy import manage_gc
 from exporter.landing import page as landing_page
 from exporter.logging_setup import setup as setup_logging
 from exporter.metrics.catalog import object_families
+from exporter.metrics.memberbuilder import MemberBuilder
 from exporter.metrics.process import ProcessMetrics
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selection import Selection, describe
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
-from exporter.offload import MemberBuilder
 from exporter.sharding import keep_shard
 from exporter.sources.files import FileSource, FileStats
 from exporter.store import Store
@@ -424,7 +425,7 @@ def _exit_if_threads_linger(code: int) -> None:
 async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     web_cfg = webconfig.load(config.web_config_file) if config.web_config_file else None
     keep = keep_shard(config.shard, config.total_shards)
-    store = Store(keep=keep)
+    store = Store(keep=keep, export_only=export_only_change)
     sink = FilteringSink(store, namespaces=config.namespaces, exclude=config.exclude_resources)
     selection = Selection(config.metric_allowlist, config.metric_denylist, config.metric_labels_allowlist,
                           config.metric_annotations_allowlist)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from exporter.metrics.memberbuilder import MemberBuilder
 from exporter.metrics.renderer import Renderer
-from exporter.offload import MemberBuilder
 
 log = logging.getLogger("exporter.compaction")
 

@@ -43,10 +43,10 @@ from aiohttp.web_protocol import RequestHandler
 from exporter.landing import page as landing_page
 from exporter.metrics import selfmetrics
 from exporter.metrics.exposition import CONTENT_TYPE
+from exporter.metrics.memberbuilder import MemberBuilder
 from exporter.metrics.process import ProcessMetrics
 from exporter.metrics.renderer import Renderer, gzip_member
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
-from exporter.offload import MemberBuilder
 from exporter.timeslice import SLICE_SECONDS, TimeSlice
 from exporter.webconfig import TokenBucket, WebConfig
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from exporter.offload import MemberBuilder
+from exporter.metrics.memberbuilder import MemberBuilder
 from tests.test_web import exposition
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -49,6 +49,7 @@ from exporter.engine.model import (
     Status,
 )
 from exporter.engine.parse import project
+from exporter.engine.rule_inputs import export_only_change
 from exporter.metrics.renderer import Renderer, render_fleet
 from exporter.metrics.selfmetrics import ExporterStats
 from exporter.store import Store
@@ -215,7 +216,7 @@ def run(
 ) -> list[str]:
     """Apply random changes; return what differed (empty when the pipeline matched throughout)."""
     rng = random.Random(seed)
-    store = store if store is not None else Store()
+    store = store if store is not None else Store(export_only=export_only_change)
     renderer = Renderer()
     pipeline = Pipeline(store, FilteringSink(store), renderer, ExporterStats(), lambda _key: True)
     reference = Reference()
@@ -313,7 +314,7 @@ def _machine(**changes: Any) -> Machine:
 
 
 def test_an_update_equal_to_the_stored_projection_marks_nothing() -> None:
-    store = Store()
+    store = Store(export_only=export_only_change)
     store.upsert(_machine(node_name="n1"))
     store.take_dirty()
     generation = store.generation
@@ -324,7 +325,7 @@ def test_an_update_equal_to_the_stored_projection_marks_nothing() -> None:
 
 
 def test_an_export_only_update_is_handed_over_for_rendering_not_evaluation() -> None:
-    store = Store()
+    store = Store(export_only=export_only_change)
     store.upsert(_machine(certificates_expiry=1.0))
     store.take_dirty()
     store.upsert(_machine(certificates_expiry=2.0))
@@ -335,7 +336,7 @@ def test_an_export_only_update_is_handed_over_for_rendering_not_evaluation() -> 
 
 
 def test_an_update_rules_read_dirties_the_group_and_supersedes_an_export_only_one() -> None:
-    store = Store()
+    store = Store(export_only=export_only_change)
     store.upsert(_machine())
     store.take_dirty()
     store.upsert(_machine(certificates_expiry=2.0))
@@ -345,7 +346,7 @@ def test_an_update_rules_read_dirties_the_group_and_supersedes_an_export_only_on
 
 
 def test_a_shard_filter_applies_to_export_only_updates() -> None:
-    store = Store(keep=lambda g: g[2] != "c1")
+    store = Store(keep=lambda g: g[2] != "c1", export_only=export_only_change)
     store.upsert(_machine())
     store.upsert(_machine(certificates_expiry=2.0))
     assert store.take_exported() == {}
@@ -424,7 +425,7 @@ def test_the_harness_catches_reuse_that_ignores_the_clock(
 
 def test_a_computed_condition_keeps_its_transition_time_while_its_status_holds() -> None:
     """The pipeline hands the group's previous Results to the engine when it evaluates the group again."""
-    store = Store()
+    store = Store(export_only=export_only_change)
     pipeline = Pipeline(store, FilteringSink(store), Renderer(), ExporterStats(), lambda _key: True)
     loop = asyncio.new_event_loop()
     clock = [NOW]
@@ -560,7 +561,7 @@ def test_an_update_during_a_sliced_export_only_rendering_is_evaluated_by_the_nex
 ) -> None:
     """Export-only renderings yield between groups; what the source changes meanwhile still lands."""
     fleet = example_fleet()
-    store, renderer, reference = Store(), Renderer(), Reference()
+    store, renderer, reference = Store(export_only=export_only_change), Renderer(), Reference()
     pipeline = Pipeline(store, FilteringSink(store), renderer, ExporterStats(), lambda _key: True)
     pipeline.clock = lambda: NOW
     monkeypatch.setattr(app_module, "TimeSlice", lambda: TimeSlice(0.0))  # yield after every group
