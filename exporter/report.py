@@ -27,23 +27,31 @@ from exporter.engine.model import (
     ObjectKey,
     Result,
 )
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    DISCOVERED,
+    MACHINES_READY,
+    MANAGED_CLUSTER_CONDITION_AVAILABLE,
+    READY,
+    REMEDIATION_ALLOWED,
+)
 
 # The condition that sums an object up, shown first on its line.
 HEADLINE = {
-    "Cluster": "Available",
-    "KubeadmControlPlane": "Available",
-    "MachineDeployment": "Available",
-    "MachinePool": "Available",
-    "MachineSet": "MachinesReady",
-    "Machine": "Ready",
-    "MachineHealthCheck": "RemediationAllowed",
+    "Cluster": AVAILABLE,
+    "KubeadmControlPlane": AVAILABLE,
+    "MachineDeployment": AVAILABLE,
+    "MachinePool": AVAILABLE,
+    "MachineSet": MACHINES_READY,
+    "Machine": READY,
+    "MachineHealthCheck": REMEDIATION_ALLOWED,
     "ClusterResourceSet": "ResourcesApplied",
-    "ExtensionConfig": "Discovered",
-    "IPAddressClaim": "Ready",
-    "ManifestWorkReplicaSet": "Ready",
-    "ManifestWork": "Available",
-    "ManagedCluster": "ManagedClusterConditionAvailable",
-    "ManagedClusterAddOn": "Available",
+    "ExtensionConfig": DISCOVERED,
+    "IPAddressClaim": READY,
+    "ManifestWorkReplicaSet": READY,
+    "ManifestWork": AVAILABLE,
+    "ManagedCluster": MANAGED_CLUSTER_CONDITION_AVAILABLE,
+    "ManagedClusterAddOn": AVAILABLE,
     "Placement": "PlacementSatisfied",
 }
 MESSAGE_WIDTH = 100

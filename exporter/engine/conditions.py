@@ -15,8 +15,19 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from exporter.engine.model import Condition, Status
+from exporter.engine.vocabulary import (
+    DEGRADED,
+    DELETING,
+    NOT_PAUSED,
+    NOT_YET_REPORTED,
+    PAUSED,
+    REMEDIATING,
+    ROLLING_OUT,
+    SCALING_DOWN,
+    SCALING_UP,
+    UPDATING,
+)
 
-NOT_YET_REPORTED = "NotYetReported"
 MAX_AGGREGATE_BULLETS = 3
 MAX_LISTED_NAMES = 3
 
@@ -298,8 +309,6 @@ def _aggregate_lines(rated: list[tuple[Member, Condition, int]]) -> list[str]:
     return lines
 
 
-PAUSED = "Paused"
-NOT_PAUSED = "NotPaused"
 
 
 def paused_condition(cluster_spec_paused: bool, annotated: bool, kind: str) -> Condition:
@@ -317,8 +326,8 @@ def paused_condition(cluster_spec_paused: bool, annotated: bool, kind: str) -> C
 # Condition types for which True is the bad state (CAPI v1beta2 polarity). Used to rank
 # conditions for display and alerting; rules pass their own polarity to summary/aggregate.
 NEGATIVE_POLARITY_TYPES = frozenset(
-    {"Deleting", "Paused", "RollingOut", "ScalingUp", "ScalingDown", "Remediating", "Updating",
-     "Degraded"}  # the OCM kinds' Degraded (ManifestWork, ManagedClusterAddOn): True is the issue
+    {DELETING, PAUSED, ROLLING_OUT, SCALING_UP, SCALING_DOWN, REMEDIATING, UPDATING,
+     DEGRADED}  # the OCM kinds' Degraded (ManifestWork, ManagedClusterAddOn): True is the issue
 )
 
 

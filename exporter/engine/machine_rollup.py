@@ -16,26 +16,30 @@ from collections.abc import Callable, Iterable, Sequence
 from exporter.engine.conditions import Member, Reasons, aggregate, names_message, plain
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Condition, Machine, Status
+from exporter.engine.vocabulary import (
+    DELETING,
+    DRAINING_NODE,
+    HEALTH_CHECK_SUCCEEDED,
+    NO_REPLICAS,
+    NOT_READY,
+    NOT_REMEDIATING,
+    NOT_ROLLING_OUT,
+    NOT_UP_TO_DATE,
+    OWNER_REMEDIATED,
+    READY,
+    READY_UNKNOWN,
+    REMEDIATING,
+    ROLLING_OUT,
+    UP_TO_DATE,
+    UP_TO_DATE_UNKNOWN,
+)
 
-READY = "Ready"
-AVAILABLE = "Available"
-UP_TO_DATE = "UpToDate"
-HEALTH_CHECK_SUCCEEDED = "HealthCheckSucceeded"
-OWNER_REMEDIATED = "OwnerRemediated"
-DELETING = "Deleting"
-
-NO_REPLICAS = "NoReplicas"
-READY_REASONS = Reasons("NotReady", "ReadyUnknown", "Ready")
-UP_TO_DATE_REASONS = Reasons("NotUpToDate", "UpToDateUnknown", "UpToDate")
-REMEDIATING = "Remediating"
-NOT_REMEDIATING = "NotRemediating"
-ROLLING_OUT = "RollingOut"
-NOT_ROLLING_OUT = "NotRollingOut"
+READY_REASONS = Reasons(NOT_READY, READY_UNKNOWN, READY)
+UP_TO_DATE_REASONS = Reasons(NOT_UP_TO_DATE, UP_TO_DATE_UNKNOWN, UP_TO_DATE)
 
 UP_TO_DATE_GRACE_SECONDS = 10.0  # a new Machine gets its UpToDate condition within seconds
 STALE_DELETION_SECONDS = 15 * 60.0
 DRAIN_DELAY_SECONDS = 5 * 60.0
-DRAINING_NODE = "DrainingNode"
 MAX_NAMES = 3
 
 # Substrings of a draining Machine's Deleting message and the delay they explain, in message order.

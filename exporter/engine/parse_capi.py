@@ -42,7 +42,7 @@ from exporter.engine.parse_fields import (
     shared_map,
     string_map,
 )
-from exporter.engine.rule_inputs import MACHINE_V1BETA1_READ
+from exporter.engine.vocabulary import MACHINE_V1BETA1_READ
 
 CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"

@@ -40,11 +40,14 @@ from exporter.engine.model import (
     RolloutSummary,
 )
 from exporter.engine.parse_fields import MAX_ID_LIST, Fields, bounded, parse_quantity, word
+from exporter.engine.vocabulary import (
+    APPLIED,
+    PROGRESSING,
+)
 
 OWNER_LABEL: Final = "work.open-cluster-management.io/manifestworkreplicaset"
 PLACEMENT_LABEL: Final = "work.open-cluster-management.io/placementname"
 DECISION_PLACEMENT_LABEL: Final = "cluster.open-cluster-management.io/placement"
-PROGRESSING: Final = "Progressing"
 # Cluster claim names: the first three are reserved by OCM (cluster/v1alpha1
 # ReservedClusterClaimNames), the region one is what the hubs of Red Hat ACM publish.
 CLAIM_ID: Final = "id.k8s.io"
@@ -112,8 +115,8 @@ def _summary(f: Fields, raw: Mapping[str, Any] | None, path: str) -> tuple[Rollo
     if raw is None:
         return RolloutSummary(), False
     values = {key: _count(f, raw, key, path) for key in _SUMMARY_INTS}
-    legacy = raw.get("applied") is None and raw.get("Applied") is not None
-    values["applied"] = _count(f, raw, "Applied" if legacy else "applied", path)
+    legacy = raw.get("applied") is None and raw.get(APPLIED) is not None
+    values["applied"] = _count(f, raw, APPLIED if legacy else "applied", path)
     return RolloutSummary(**values), legacy
 
 

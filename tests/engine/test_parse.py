@@ -26,7 +26,7 @@ from exporter.engine.model import (
 )
 from exporter.engine.parse import project, project_unguarded
 from exporter.engine.parse_fields import MAX_STRING, parse_duration, parse_time
-from exporter.engine.rule_inputs import MACHINE_V1BETA1_READ
+from exporter.engine.vocabulary import MACHINE_V1BETA1_READ
 
 T0 = "2024-05-01T10:00:00Z"
 T0_EPOCH = 1714557600.0
