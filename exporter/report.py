@@ -35,6 +35,7 @@ from exporter.engine.vocabulary import (
     READY,
     REMEDIATION_ALLOWED,
 )
+from exporter.metrics.spec import effective_conditions as effective
 
 # The condition that sums an object up, shown first on its line.
 HEADLINE = {
@@ -117,9 +118,7 @@ def _contained(results: Iterable[Result], render: Callable[[Result], _T],
 
 def effective_conditions(r: Result) -> list[Condition]:
     """Reported v1beta2 conditions, plus computed ones the controller does not report."""
-    reported = [] if r.layout == "v1beta1" else list(r.reported)
-    types = {c.type for c in reported}
-    return reported + [c for c in r.computed if c.type not in types]
+    return [e.condition for e in effective(r)]
 
 
 def _worst_first(r: Result) -> list[Condition]:

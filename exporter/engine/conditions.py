@@ -198,12 +198,18 @@ class Member(NamedTuple):
     control_plane: bool = False
 
 
+def shown_names(names: Sequence[str], limit: int = MAX_LISTED_NAMES) -> str:
+    """``a, b, c`` or, past ``limit`` names, ``a, b, c, ... (2 more)``, in the order given."""
+    shown = ", ".join(names[:limit])
+    if len(names) > limit:
+        shown += f", ... ({len(names) - limit} more)"
+    return shown
+
+
 def names_message(kind: str, names: Sequence[str], verb_singular: str, verb_plural: str, suffix: str) -> str:
     """``Machine a is not healthy`` / ``Machines a, b, c, ... (2 more) are not healthy``."""
     ordered = sorted(names)
-    shown = ", ".join(ordered[:MAX_LISTED_NAMES])
-    if len(ordered) > MAX_LISTED_NAMES:
-        shown += f", ... ({len(ordered) - MAX_LISTED_NAMES} more)"
+    shown = shown_names(ordered)
     if len(ordered) == 1:
         return f"{kind} {shown} {verb_singular}{suffix}"
     return f"{_plural(kind)} {shown} {verb_plural}{suffix}"
@@ -297,9 +303,7 @@ def _aggregate_lines(rated: list[tuple[Member, Condition, int]]) -> list[str]:
                 others[message_priority[text]] = others.get(message_priority[text], 0) + len(group)
                 continue
             names = [m.name for m in sorted(group, key=lambda m: (not m.control_plane, m.name))]
-            shown = ", ".join(names[:MAX_LISTED_NAMES])
-            if len(names) > MAX_LISTED_NAMES:
-                shown += f", ... ({len(names) - MAX_LISTED_NAMES} more)"
+            shown = shown_names(names)
             label = kind if len(names) == 1 else _plural(kind)
             lines.append(f"* {label} {shown}:{indent_if_multiline(text)}")
             budget -= 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from exporter.engine.conditions import Member, Reasons, aggregate, names_message, plain
+from exporter.engine.conditions import Member, Reasons, aggregate, names_message, plain, shown_names
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Condition, Machine, Status
 from exporter.engine.vocabulary import (
@@ -171,8 +171,4 @@ def stale_deletion_message(view: GroupView, machines: Iterable[Machine], now: fl
 
 def list_names(names: Iterable[str], limit: int = 5) -> str:
     """Sorted, comma separated, at most ``limit`` names then ``... (N more)`` (upstream lists five)."""
-    ordered = sorted(names)
-    shown = ", ".join(ordered[:limit])
-    if len(ordered) > limit:
-        shown += f", ... ({len(ordered) - limit} more)"
-    return shown
+    return shown_names(sorted(names), limit)

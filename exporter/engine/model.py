@@ -652,15 +652,3 @@ class Result:
     def name(self) -> str:
         return self.key[2]
 
-    def computed_condition(self, type_: str) -> Condition | None:
-        return next((c for c in self.computed if c.type == type_), None)
-
-    def reported_condition(self, type_: str) -> Condition | None:
-        """The controller's own v1beta2 condition of this type (v1beta1 conditions never count)."""
-        if self.layout == "v1beta1":
-            return None
-        return next((c for c in self.reported if c.type == type_), None)
-
-    def effective(self, type_: str) -> Condition | None:
-        """The reported condition of this type, or the computed one when none is reported."""
-        return self.reported_condition(type_) or self.computed_condition(type_)

@@ -20,6 +20,7 @@ from typing import Final
 
 from exporter.engine.conditions import (
     find,
+    shown_names,
 )
 from exporter.engine.evaluate_types import Computed, MwrsView
 from exporter.engine.model import Condition, Finding, ManifestWorkReplicaSet, RolloutSummary, Status
@@ -103,7 +104,6 @@ REASONS = (
 )
 
 MAX_LABEL_VALUE = 63  # a label value longer than this is rejected by the API server
-MAX_LISTED_NAMES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +133,7 @@ class Facts:
 
 def names(kind: str, items: Sequence[str]) -> str:
     """``placement a`` / ``placements a, b, c, ... (2 more)``."""
-    shown = ", ".join(items[:MAX_LISTED_NAMES])
-    if len(items) > MAX_LISTED_NAMES:
-        shown += f", ... ({len(items) - MAX_LISTED_NAMES} more)"
+    shown = shown_names(items)
     return f"{kind} {shown}" if len(items) == 1 else f"{kind}s {shown}"
 
 
