@@ -438,5 +438,3 @@ class LimitedSite(web.TCPSite):
             factory, self._host, self._port, ssl=self._ssl_context, backlog=self._backlog,
             ssl_handshake_timeout=self.limits.header_timeout if self._ssl_context else None,
         )
-        if self._server.sockets:
-            self._bound_port = self._server.sockets[0].getsockname()[1]

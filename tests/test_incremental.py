@@ -423,6 +423,10 @@ def test_the_harness_catches_reuse_that_ignores_the_clock(
 # ---- transition times across passes ---------------------------------------------------------------
 
 
+def _computed(result: Result, type_: str) -> Condition | None:
+    return next((c for c in result.computed if c.type == type_), None)
+
+
 def test_a_computed_condition_keeps_its_transition_time_while_its_status_holds() -> None:
     """The pipeline hands the group's previous Results to the engine when it evaluates the group again."""
     store = Store(export_only=export_only_change)
@@ -436,16 +440,16 @@ def test_a_computed_condition_keeps_its_transition_time_while_its_status_holds()
 
     store.upsert(_machine())  # reports nothing: Ready is computed, with no controller's time to take
     settle()
-    ready = pipeline.previous[("Machine", "ns", "m1")].computed_condition("Ready")
+    ready = _computed(pipeline.previous[("Machine", "ns", "m1")], "Ready")
     assert ready is not None and ready.last_transition_time == NOW
     clock[0] = NOW + 600
     store.upsert(dataclasses.replace(_machine(), node_name="n1"))  # the group is evaluated again
     settle()
-    again = pipeline.previous[("Machine", "ns", "m1")].computed_condition("Ready")
+    again = _computed(pipeline.previous[("Machine", "ns", "m1")], "Ready")
     assert again is not None and again.status is ready.status and again.last_transition_time == NOW
     store.upsert(_machine(meta=dataclasses.replace(_machine().meta, uid="u2")))  # created again
     settle()
-    fresh = pipeline.previous[("Machine", "ns", "m1")].computed_condition("Ready")
+    fresh = _computed(pipeline.previous[("Machine", "ns", "m1")], "Ready")
     assert fresh is not None and fresh.last_transition_time == NOW + 600
     loop.close()
 
@@ -539,7 +543,7 @@ def test_an_owner_is_evaluated_again_while_its_young_machine_has_only_a_computed
 def test_a_control_plane_is_evaluated_again_while_a_machine_issue_is_too_fresh_to_surface() -> None:
     reused, fresh = _evaluated_later(_control_plane_with_a_fresh_issue_group())
     assert reused == fresh
-    available = next(r for r in fresh if r.kind == "KubeadmControlPlane").computed_condition("Available")
+    available = _computed(next(r for r in fresh if r.kind == "KubeadmControlPlane"), "Available")
     assert available is not None
     assert available.message == "* 1 of 2 Machines has healthy control plane components, at least 1 required"
 

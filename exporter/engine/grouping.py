@@ -33,18 +33,6 @@ GroupKey = tuple[str, ...]  # of variable length so that it stays one object (se
 
 _K = TypeVar("_K")
 
-CAPI_KINDS = frozenset(
-    {
-        "Cluster",
-        "Machine",
-        "MachineSet",
-        "MachineDeployment",
-        "KubeadmControlPlane",
-        "MachinePool",
-        "MachineHealthCheck",
-    }
-)
-
 # Kinds evaluated each on its own, that no other object's evaluation reads.
 _ON_THEIR_OWN: tuple[type[Base], ...] = (ManagedCluster, ManagedClusterAddOn, Placement, *READ_AS_REPORTED)
 
@@ -83,8 +71,7 @@ class _KeptTracked(dict[ObjectKey, GroupKey]):
     by the next insertion of a key not yet examined, into the young generation: there every
     collection up to the next full one traverses all its entries (~34,000 at fleet size). The
     exporter freezes the loaded fleet for the collector; a dict that stays tracked is frozen
-    with it and never traversed again. In one process under churn at fleet size this took the
-    collector's time from ~1.5 s to ~1.0 s per 10,000 changes.
+    with it and never traversed again (docs/performance.md).
     """
 
     __slots__ = ()
@@ -146,9 +133,6 @@ class FleetIndex:
         self._objects[obj.key] = obj
         self._by_kind[obj.meta.kind][obj.key] = obj
         return group
-
-    def group_of(self, key: ObjectKey) -> GroupKey | None:
-        return self._group_of.get(key)
 
     def remove(self, key: ObjectKey) -> set[GroupKey]:
         obj = self._objects.pop(key, None)

@@ -40,7 +40,6 @@ UP_TO_DATE_REASONS = Reasons(NOT_UP_TO_DATE, UP_TO_DATE_UNKNOWN, UP_TO_DATE)
 UP_TO_DATE_GRACE_SECONDS = 10.0  # a new Machine gets its UpToDate condition within seconds
 STALE_DELETION_SECONDS = 15 * 60.0
 DRAIN_DELAY_SECONDS = 5 * 60.0
-MAX_NAMES = 3
 
 # Substrings of a draining Machine's Deleting message and the delay they explain, in message order.
 _DRAIN_DELAYS: tuple[tuple[str, str], ...] = (

@@ -212,13 +212,13 @@ def _owner_refs(f: Fields, raw: object) -> tuple[OwnerRef, ...]:
             f.problem("metadata.ownerReferences[]", "object", item)
             continue
         fields += (f.str_(item, "kind"), f.str_(item, "name"), f.str_(item, "apiVersion"),
-                   f.str_(item, "uid"), f.bool_(item, "controller") is True)
+                   f.str_(item, "uid"))
     key = tuple(fields)
     found: tuple[OwnerRef, ...] | None = recall(key)
     if found is None:
         found = remember(key, tuple(
             OwnerRef(kind=word(fields[i]), name=fields[i + 1], api_version=word(fields[i + 2]),
-                     uid=fields[i + 3], controller=fields[i + 4])
-            for i in range(1, len(fields), 5)
+                     uid=fields[i + 3])
+            for i in range(1, len(fields), 4)
         ))
     return found

@@ -400,30 +400,24 @@ def infra_machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> InfraMa
         replicas=f.int_(raw, "status.replicas"),
         provisioned=f.bool_(raw, "status.initialization.provisioned"),
         ready=f.bool_(raw, "status.ready"),
-        has_spec=isinstance(raw.get("spec"), Mapping),
-        has_status=isinstance(raw.get("status"), Mapping),
     )
 
 
 def _machine_health_check(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachineHealthCheck:
     common = _common(raw, meta, f)
     if common["layout"] == "v1beta2":
-        startup = f.int_(raw, "spec.checks.nodeStartupTimeoutSeconds")
         max_unhealthy = f.int_or_percent(raw, "spec.remediation.triggerIf.unhealthyLessThanOrEqualTo")
         in_range = f.str_(raw, "spec.remediation.triggerIf.unhealthyInRange")
     else:
-        startup = f.duration_seconds(raw, "spec.nodeStartupTimeout")
         max_unhealthy = f.int_or_percent(raw, "spec.maxUnhealthy")
         in_range = f.str_(raw, "spec.unhealthyRange")
     return MachineHealthCheck(
         **common,
-        node_startup_timeout_seconds=startup,
         unhealthy_less_than_or_equal_to=max_unhealthy,
         unhealthy_in_range=in_range,
         expected_machines=f.int_(raw, "status.expectedMachines"),
         current_healthy=f.int_(raw, "status.currentHealthy"),
         remediations_allowed=f.int_(raw, "status.remediationsAllowed"),
-        targets=f.str_list(raw, "status.targets", MAX_LIST),
     )
 
 

@@ -75,12 +75,9 @@ BUCKET_BYTES = 64 << 10
 # all the text, buckets are rebuilt on the loop as changes arrive, at most COMPACT_BYTES of bucket
 # text per group update (~1.5 ms). Changes land in random buckets, so a rebuild re-compresses
 # ~T/limit bytes for each pending byte it frees (T: all the text): the share keeps that ratio
-# bounded as the fleet grows (~15 MB pending at most on the benchmark fleet). A share of 32 was
-# tried before pending lines were compressed off the loop (``exporter/compaction.py``): ~13 MiB
-# less peak RSS under churn at 100 %, but the rebuilds it forced on the loop between gzip
-# scrapes made scrapes and probes wait (gzip p99 ~0.8 -> ~1.1 s, longest /healthz answer ~50 ->
-# ~200 ms). With that compaction, 24 rather than 16 took ~8 MiB off the peak under churn and
-# ~4 MiB off the RSS after sync, for the same scrape, probe and event figures.
+# bounded as the fleet grows (~15 MB pending at most on the benchmark fleet). A smaller share
+# forces rebuilds on the loop between scrapes (probes wait); a larger one costs peak memory
+# (docs/performance.md, "Figures behind the code's choices").
 PENDING_BYTES = 8 << 20
 PENDING_SHARE = 24
 COMPACT_BYTES = 1 << 20
@@ -410,10 +407,6 @@ class Renderer:
     def buckets(self) -> int:
         """Non-empty buckets over all families (one gzip member each)."""
         return sum(1 for fam in self._families for b in fam.buckets if b.size)
-
-    def compressed_bytes(self) -> int:
-        """Bytes of the buckets' members (their current bases)."""
-        return sum(len(b.base.gz) for fam in self._families for b in fam.buckets)
 
     def snapshot(self, names: Collection[str] | None = None) -> Snapshot:
         """What a scrape needs (on the loop): references only; later changes copy what they touch.

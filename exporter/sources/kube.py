@@ -6,8 +6,8 @@ Owns connecting (``--kubeconfig``, else in-cluster service account, else ``KUBEC
 namespace, notices groups installed later or removed, and follows the InfraMachinePool kinds that
 MachinePools reference; readiness (``all_synced`` for the first sync, ``readiness`` for /readyz)
 and the self-metric counters (``SourceStats``, plain data: the metrics layer renders them). Owns
-no list/watch rules (``informer.py``) and no parsing (``exporter.engine.parse.project``, called
-once per object). JSON is decoded with orjson, once per list page or event.
+no list/watch rules (``informer.py``, which decodes list pages and watch events with orjson) and
+no parsing (``exporter.engine.parse.project``, called once per object).
 
 kubernetes_asyncio supplies configuration, the first credentials and the HTTP session, loaded
 through ``kube_client`` without its generated API and model classes; ``kube_client.Credentials``
@@ -90,7 +90,6 @@ class ApiClientTransport:
     def __init__(self, api_client: Any, credentials: Credentials | None = None) -> None:
         self.api_client = api_client
         self.credentials = credentials or Credentials(None)
-        self.unauthorized = 0  # 401 answers seen (retried or not)
 
     async def get(
         self, path: str, params: list[tuple[str, str]], timeout: aiohttp.ClientTimeout
@@ -112,7 +111,6 @@ class ApiClientTransport:
             )
             if response.status != 401:
                 return response
-            self.unauthorized += 1
             if attempt == 2 or not await self.credentials.rejected(sent):
                 return response
             response.release()

@@ -315,13 +315,11 @@ MHC_SPECS = [
 
 @pytest.mark.parametrize(("name", "version", "spec"), MHC_SPECS, ids=[c[0] for c in MHC_SPECS])
 def test_machine_health_check_paths(name: str, version: str, spec: dict[str, Any]) -> None:
-    status = {"expectedMachines": 3, "currentHealthy": 1, "remediationsAllowed": 0, "targets": ["a", "b"]}
+    status = {"expectedMachines": 3, "currentHealthy": 1, "remediationsAllowed": 0}
     p = project(raw("MachineHealthCheck", version, status, spec={"clusterName": "c9", **spec}, labels={}))
     assert isinstance(p, MachineHealthCheck)
-    assert (p.node_startup_timeout_seconds, p.unhealthy_less_than_or_equal_to, p.unhealthy_in_range) == (
-        900, "40%", "[1-3]")
+    assert (p.unhealthy_less_than_or_equal_to, p.unhealthy_in_range) == ("40%", "[1-3]")
     assert (p.expected_machines, p.current_healthy, p.remediations_allowed) == (3, 1, 0)
-    assert p.targets == ("a", "b")
     assert p.cluster_name == "c9"  # spec.clusterName when the label is missing
 
 
@@ -412,14 +410,14 @@ def test_infra_machine_pool(name: str, status: dict[str, Any], layout: str, prov
                     group="infrastructure.cluster.x-k8s.io"))
     assert isinstance(p, InfraMachinePool)
     assert (p.layout, p.provisioned, p.ready, p.failure_reason) == (layout, provisioned, ready, failure)
-    assert (p.replicas, p.provider_id_list, p.has_spec, p.has_status) == (2, ("a", "b"), True, True)
+    assert (p.replicas, p.provider_id_list) == (2, ("a", "b"))
     assert p.conditions[0].type == "Ready"
 
 
 def test_infra_machine_pool_without_spec_or_status() -> None:
     p = project(raw("FooMachinePool", "v1alpha1", group="infrastructure.cluster.x-k8s.io"))
     assert isinstance(p, InfraMachinePool)
-    assert (p.has_spec, p.has_status) == (False, False)
+    assert (p.replicas, p.provider_id_list, p.problems) == (None, (), ())
 
 
 # ---- dispatch and identity ---------------------------------------------------------------------
