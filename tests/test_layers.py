@@ -65,7 +65,7 @@ LAYERS = (
     Layer("web", ("exporter.web", "exporter.landing", "exporter.compaction"),
           ("metrics", "runtime", "configuration", "package", "engine values"),
           "the server serves what the metrics layer renders; it knows no kind, no rule and no source"),
-    Layer("composition", ("exporter.app", "exporter.cli", "exporter.__main__", "exporter.report"),
+    Layer("composition", ("exporter.app", "exporter.cli", "exporter.__main__", "exporter.cli_output"),
           ("engine values", "parser", "engine rules", "package", "runtime", "sources", "store", "metrics",
            "configuration", "web"),
           "the composition root wires every layer together, and the CLI prints what the engine computes"),

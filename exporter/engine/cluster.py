@@ -30,7 +30,7 @@ from exporter.engine import cluster_available as avail
 from exporter.engine import cluster_counters as counts
 from exporter.engine import controlplane
 from exporter.engine import machine_rollup as rollup
-from exporter.engine.conditions import Member, Reasons, aggregate, find, mirror, paused_condition, plain
+from exporter.engine.conditions import Participant, Reasons, aggregate, find, mirror, paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Cluster, Condition, Machine, Status
 from exporter.engine.vocabulary import (
@@ -215,13 +215,13 @@ def control_plane_initialized(cluster: Cluster, view: GroupView) -> Condition:
 
 
 def workers_available(view: GroupView) -> Condition:
-    members = [Member("MachineDeployment", md.meta.name, view.effective(md.key, AVAILABLE_REASON))
+    participants = [Participant("MachineDeployment", md.meta.name, view.effective(md.key, AVAILABLE_REASON))
                for md in view.machine_deployments]
-    members += [Member("MachinePool", mp.meta.name, view.effective(mp.key, AVAILABLE_REASON))
+    participants += [Participant("MachinePool", mp.meta.name, view.effective(mp.key, AVAILABLE_REASON))
                 for mp in view.machine_pools]
-    if not members:
+    if not participants:
         return plain(WORKERS_AVAILABLE, Status.TRUE, NO_WORKERS)
-    return aggregate(WORKERS_AVAILABLE, members, source_type=AVAILABLE_REASON,
+    return aggregate(WORKERS_AVAILABLE, participants, source_type=AVAILABLE_REASON,
                      reasons=WORKERS_AVAILABLE_REASONS)
 
 
@@ -233,20 +233,21 @@ def lifecycle(
     The control plane and MachinePools count only when they have the condition (a control plane
     contract does not require it; a pool without MachinePool Machines has no RollingOut).
     """
-    members: list[Member] = []
+    participants: list[Participant] = []
     kcp = counts.control_plane_object(cluster, view)
     if kcp is not None and (c := view.effective(kcp.key, type_)) is not None:
-        members.append(Member(kcp.meta.kind, kcp.meta.name, c, control_plane=True))
-    members += [Member("MachinePool", mp.meta.name, c) for mp in view.machine_pools
+        participants.append(Participant(kcp.meta.kind, kcp.meta.name, c, control_plane=True))
+    participants += [Participant("MachinePool", mp.meta.name, c) for mp in view.machine_pools
                 if (c := view.effective(mp.key, type_)) is not None]
-    members += [Member("MachineDeployment", md.meta.name, view.effective(md.key, type_))
+    participants += [Participant("MachineDeployment", md.meta.name, view.effective(md.key, type_))
                 for md in view.machine_deployments]
     if with_machine_sets:
-        members += [Member("MachineSet", ms.meta.name, view.effective(ms.key, type_))
+        participants += [Participant("MachineSet", ms.meta.name, view.effective(ms.key, type_))
                     for ms in counts.cluster_machine_sets(cluster, view)]
-    if not members:
+    if not participants:
         return plain(type_, Status.FALSE, reasons.info)
-    return aggregate(type_, members, source_type=type_, reasons=reasons, negative=True, target_negative=True)
+    return aggregate(type_, participants, source_type=type_, reasons=reasons, negative=True,
+                     target_negative=True)
 
 
 def deleting(cluster: Cluster, view: GroupView) -> Condition:

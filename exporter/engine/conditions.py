@@ -185,7 +185,7 @@ def summary(
     )
 
 
-class Member(NamedTuple):
+class Participant(NamedTuple):
     """One object taking part in an aggregation, with its condition of the aggregated type.
 
     A named tuple rather than a frozen dataclass: owners build one per Machine per aggregate on
@@ -228,7 +228,7 @@ _OTHER_TEXT: dict[int, str] = {
 
 def aggregate(
     target_type: str,
-    members: Sequence[Member],
+    participants: Sequence[Participant],
     *,
     source_type: str,
     reasons: Reasons,
@@ -236,14 +236,14 @@ def aggregate(
     target_negative: bool = False,
 ) -> Condition:
     """Merge the same condition across many objects (upstream NewAggregateCondition)."""
-    if not members:
+    if not participants:
         return not_yet_reported(target_type)
     # ``priority`` inlined, as ints: this loop runs for every Machine of every owner.
     bad = Status.TRUE if negative else Status.FALSE
     missing: Condition | None = None
-    rated: list[tuple[Member, Condition, int]] = []
+    rated: list[tuple[Participant, Condition, int]] = []
     worst_value = 2
-    for m in members:
+    for m in participants:
         c = m.condition
         if c is None:
             if missing is None:
@@ -274,13 +274,13 @@ def aggregate(
     )
 
 
-def _aggregate_lines(rated: list[tuple[Member, Condition, int]]) -> list[str]:
+def _aggregate_lines(rated: list[tuple[Participant, Condition, int]]) -> list[str]:
     """Upstream's aggregateMessages: per kind (alphabetical), messages ordered control plane first,
     then by priority, by how many objects report them, and by the joined names of those objects;
     at most three messages in all, the objects of the others counted per kind and priority."""
     # Oldest transition first (a condition not reported counts as oldest), as upstream sorts its input.
     rated = sorted(rated, key=lambda r: (r[1].last_transition_time or 0.0, r[0].name))
-    by_kind: dict[str, dict[str, list[Member]]] = {}
+    by_kind: dict[str, dict[str, list[Participant]]] = {}
     message_priority: dict[str, int] = {}
     for m, c, p in rated:
         by_kind.setdefault(m.kind, {}).setdefault(c.message, []).append(m)

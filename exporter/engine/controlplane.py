@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 
 from exporter.engine import controlplane_health as health
 from exporter.engine import machine_rollup as rollup
-from exporter.engine.conditions import Member, aggregate, paused_condition, plain
+from exporter.engine.conditions import Participant, aggregate, paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, KubeadmControlPlane, Machine, Status
 from exporter.engine.vocabulary import (
@@ -135,9 +135,9 @@ def machines_up_to_date(
     candidates = rollup.up_to_date_candidates(view, machines, now)
     if not candidates:
         return plain(MACHINES_UP_TO_DATE, Status.TRUE, NO_REPLICAS)
-    members = [Member("Machine", m.meta.name, machine_up_to_date(kcp, view, m), control_plane=True)
+    participants = [Participant("Machine", m.meta.name, machine_up_to_date(kcp, view, m), control_plane=True)
                for m in candidates]
-    return aggregate(MACHINES_UP_TO_DATE, members, source_type=UP_TO_DATE,
+    return aggregate(MACHINES_UP_TO_DATE, participants, source_type=UP_TO_DATE,
                      reasons=rollup.UP_TO_DATE_REASONS)
 
 

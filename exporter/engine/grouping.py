@@ -83,7 +83,7 @@ class FleetIndex:
     def __init__(self) -> None:
         self._objects: dict[ObjectKey, Base] = {}
         self._by_kind: dict[str, dict[ObjectKey, Base]] = defaultdict(dict)
-        self._members: dict[GroupKey, set[ObjectKey]] = defaultdict(set)
+        self._group_objects: dict[GroupKey, set[ObjectKey]] = defaultdict(set)
         self._group_of: dict[ObjectKey, GroupKey] = _KeptTracked()
         # ManifestWorks by namespace (= managed cluster name), decisions by (namespace, placement).
         self._works_in: dict[str, set[ObjectKey]] = defaultdict(set)
@@ -107,7 +107,7 @@ class FleetIndex:
         key = group_key(obj)
         self._objects[obj.key] = obj
         self._by_kind[obj.meta.kind][obj.key] = obj
-        self._members[key].add(obj.key)
+        self._group_objects[key].add(obj.key)
         self._group_of[obj.key] = key
         if isinstance(obj, ManifestWork):
             self._works_in[obj.meta.namespace].add(obj.key)
@@ -120,7 +120,7 @@ class FleetIndex:
     def swap(self, obj: Base) -> GroupKey | None:
         """Replace a stored object by a newer version in place; its group and indexes stay as they are.
 
-        For updates that cannot move the object (see ``rule_inputs``): the group's member order is
+        For updates that cannot move the object (see ``rule_inputs``): the group's object order is
         kept too, where ``put`` would remove and add. Returns the object's group, or None (nothing
         stored) when there was nothing to replace or the update would move it: ``put`` then.
         """
@@ -140,7 +140,7 @@ class FleetIndex:
             return set()
         del self._by_kind[obj.meta.kind][key]
         gk = self._group_of.pop(key)
-        _discard(self._members, gk, key)
+        _discard(self._group_objects, gk, key)
         if isinstance(obj, ManifestWork):
             _discard(self._works_in, obj.meta.namespace, key)
         elif isinstance(obj, PlacementDecision):
@@ -148,7 +148,7 @@ class FleetIndex:
         return {gk} | self._dependents(obj)
 
     def group_keys(self) -> list[GroupKey]:
-        return [k for k in self._members if k[0] != "none"]
+        return [k for k in self._group_objects if k[0] != "none"]
 
     def _dependents(self, obj: Base) -> set[GroupKey]:
         ns, name = obj.meta.namespace, obj.meta.name
@@ -176,14 +176,14 @@ class FleetIndex:
 
     def build(self, key: GroupKey) -> Group | None:
         """The group's current contents, or None when it no longer exists."""
-        members = [self._objects[k] for k in self._members.get(key, ())]
-        if not members:
+        objects = [self._objects[k] for k in self._group_objects.get(key, ())]
+        if not objects:
             return None
         if key[0] == "capi":
-            return CapiGroup(objects=tuple(members), cluster_classes=self._cluster_classes())
+            return CapiGroup(objects=tuple(objects), cluster_classes=self._cluster_classes())
         if key[0] == "mwrs":
-            return self._mwrs_group(key, members)
-        return SingleGroup(members[0])
+            return self._mwrs_group(key, objects)
+        return SingleGroup(objects[0])
 
     def _cluster_classes(self) -> dict[tuple[str, str], ClusterClass]:
         return {
@@ -192,9 +192,9 @@ class FleetIndex:
             if isinstance(o, ClusterClass)
         }
 
-    def _mwrs_group(self, key: GroupKey, members: list[Base]) -> MwrsGroup:
-        mwrs = next((o for o in members if isinstance(o, ManifestWorkReplicaSet)), None)
-        works = tuple(o for o in members if isinstance(o, ManifestWork))
+    def _mwrs_group(self, key: GroupKey, objects: list[Base]) -> MwrsGroup:
+        mwrs = next((o for o in objects if isinstance(o, ManifestWorkReplicaSet)), None)
+        works = tuple(o for o in objects if isinstance(o, ManifestWork))
         ns = key[1]
         refs = [r.name for r in mwrs.placement_refs] if mwrs is not None else []
         placements = {
@@ -222,11 +222,11 @@ class FleetIndex:
         )
 
 
-def _discard(index: dict[_K, set[ObjectKey]], key: _K, member: ObjectKey) -> None:
-    members = index.get(key)
-    if members is not None:
-        members.discard(member)
-        if not members:
+def _discard(index: dict[_K, set[ObjectKey]], key: _K, obj_key: ObjectKey) -> None:
+    objects = index.get(key)
+    if objects is not None:
+        objects.discard(obj_key)
+        if not objects:
             del index[key]
 
 

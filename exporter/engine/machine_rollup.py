@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from exporter.engine.conditions import Member, Reasons, aggregate, names_message, plain, shown_names
+from exporter.engine.conditions import Participant, Reasons, aggregate, names_message, plain, shown_names
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Condition, Machine, Status
 from exporter.engine.vocabulary import (
@@ -66,10 +66,10 @@ def count_true(view: GroupView, machines: Iterable[Machine], type_: str) -> int:
 Lookup = Callable[[Machine], Condition | None]
 
 
-def members(view: GroupView, machines: Iterable[Machine], type_: str, lookup: Lookup | None = None
-            ) -> list[Member]:
+def participants(view: GroupView, machines: Iterable[Machine], type_: str, lookup: Lookup | None = None
+            ) -> list[Participant]:
     return [
-        Member("Machine", m.meta.name, lookup(m) if lookup else view.as_reported(m.key, type_),
+        Participant("Machine", m.meta.name, lookup(m) if lookup else view.as_reported(m.key, type_),
                control_plane=m.control_plane)
         for m in machines
     ]
@@ -89,7 +89,7 @@ def machines_condition(
     """
     if not machines:
         return plain(target_type, Status.TRUE, NO_REPLICAS)
-    return aggregate(target_type, members(view, machines, source_type, lookup), source_type=source_type,
+    return aggregate(target_type, participants(view, machines, source_type, lookup), source_type=source_type,
                      reasons=reasons)
 
 
@@ -118,7 +118,7 @@ def remediating(view: GroupView, machines: Sequence[Machine], owner: str) -> Con
     to_remediate = [m for m in unhealthy if _is_false(view, m, OWNER_REMEDIATED)]
     if not to_remediate:
         return Condition(REMEDIATING, Status.FALSE, NOT_REMEDIATING, unhealthy_message(unhealthy, owner))
-    merged = aggregate(REMEDIATING, members(view, to_remediate, OWNER_REMEDIATED),
+    merged = aggregate(REMEDIATING, participants(view, to_remediate, OWNER_REMEDIATED),
                        source_type=OWNER_REMEDIATED, reasons=Reasons(REMEDIATING, REMEDIATING, REMEDIATING))
     return Condition(REMEDIATING, Status.TRUE, REMEDIATING, merged.message)
 

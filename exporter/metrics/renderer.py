@@ -340,7 +340,7 @@ class Renderer:
         self._families = [_Family(i) for i in range(len(self.families))]
         self._entries: dict[ObjectKey, _Entry] = {}
         self._next_id = 0
-        self._members: dict[GroupKey, set[ObjectKey]] = {}
+        self._group_objects: dict[GroupKey, set[ObjectKey]] = {}
         # Buckets with pending lines, and the bytes of those lines.
         self._dirty: dict[_Bucket, None] = {}
         self.pending_bytes = 0
@@ -366,27 +366,27 @@ class Renderer:
             key = obj.key
             fresh.add(key)
             entry = entries.get(key)
-            # Most members of an evaluated group are unchanged, the very same objects: skip them
+            # Most objects of an evaluated group are unchanged, the very same objects: skip them
             # here rather than in a call to ``_put`` each.
             if entry is None or entry.obj is not obj or entry.result is not result:
                 self._put_contained(obj, result)
-        for key in self._members.get(group, set()) - fresh:
+        for key in self._group_objects.get(group, set()) - fresh:
             self._drop(key)
         if fresh:
-            self._members[group] = fresh
+            self._group_objects[group] = fresh
         else:
-            self._members.pop(group, None)
+            self._group_objects.pop(group, None)
         self._compact()
 
     def update_objects(self, group: GroupKey, items: Sequence[tuple[Base, Result]]) -> bool:
         """Re-render some objects ``group`` already contributes; its other objects stay as they are.
 
         For updates that touch a few objects of a large group: ``update_group`` would compare
-        every member with its last rendering to find the same few. False, changing nothing, when
+        every object with its last rendering to find the same few. False, changing nothing, when
         an object is not one of the group's: the caller then renders the whole group.
         """
-        members = self._members.get(group, set())
-        if not all(obj.key in members for obj, _ in items):
+        known = self._group_objects.get(group, set())
+        if not all(obj.key in known for obj, _ in items):
             return False
         for obj, result in items:
             self._put_contained(obj, result)
@@ -402,7 +402,7 @@ class Renderer:
         return failed
 
     def groups(self) -> list[GroupKey]:
-        return list(self._members)
+        return list(self._group_objects)
 
     def buckets(self) -> int:
         """Non-empty buckets over all families (one gzip member each)."""

@@ -44,14 +44,14 @@ from exporter.sources.informer import (
     LoopSettings,
     Projector,
     ResourceLoop,
-    ResourceStats,
     Sink,
     Transport,
+    WatchStats,
     bump,
 )
 from exporter.sources.kube_client import Credentials, parse_expiry
 
-__all__ = ["KubeSource", "KubeSourceConfig", "LoopSettings", "ResourceStats", "Sink", "SourceStats"]
+__all__ = ["KubeSource", "KubeSourceConfig", "LoopSettings", "Sink", "SourceStats", "WatchStats"]
 
 log = logging.getLogger("exporter.sources.kube")
 
@@ -70,12 +70,12 @@ class KubeSourceConfig:
 class SourceStats:
     """Every counter of the source, by resource name (``machines.cluster.x-k8s.io``)."""
 
-    resources: dict[str, ResourceStats] = field(default_factory=dict)
+    resources: dict[str, WatchStats] = field(default_factory=dict)
     discovery_requests: dict[str, int] = field(default_factory=dict)  # by result: success | error
     discovery_errors: dict[str, str] = field(default_factory=dict)  # by group: last error, while failing
 
-    def resource(self, name: str) -> ResourceStats:
-        return self.resources.setdefault(name, ResourceStats())
+    def resource(self, name: str) -> WatchStats:
+        return self.resources.setdefault(name, WatchStats())
 
 
 class ApiClientTransport:

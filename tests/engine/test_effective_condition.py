@@ -6,12 +6,12 @@ reads a list. The parser keeps only the first of each type, but projections buil
 
 from __future__ import annotations
 
+from exporter.cli_output import effective_conditions as table_conditions
 from exporter.engine.evaluate import evaluate_group
 from exporter.engine.grouping import group_projections
 from exporter.engine.model import Status
 from exporter.engine.vocabulary import NODE_HEALTHY, READY
 from exporter.metrics.spec import effective_conditions
-from exporter.report import effective_conditions as table_conditions
 from tests.engine.builders import NOW, capi_view, cond, healthy_machine_conditions, machine
 
 
