@@ -5,17 +5,15 @@ bytes objects above pymalloc's 512-byte limit, so glibc's malloc serves them. Th
 event loop and in threads, and glibc gives threads arenas of their own (up to eight per core),
 so churn fragments several heaps at once and the resident size creeps up while the live data
 does not. Two arenas, and a ``malloc_trim(0)`` every few seconds (it returns the free pages
-inside the heaps, not only at their top; ~0.2 ms with the GIL released), took the RSS after a
-minute of churn at 100 % of the benchmark fleet from 393 to 338 MiB (peak 393 to 359 MiB).
+inside the heaps, not only at their top, with the GIL released), keep it near the live data
+(docs/performance.md).
 
 The mmap and trim thresholds are also fixed. By default glibc raises both each time a large
 block it mapped is freed (a list page, a pipe batch, a response), up to 32 and 64 MiB, after
 which buffers of megabytes come from the heap and the freed space stays resident until the
-next trim. With blocks of 128 KiB and more mapped on their own (and unmapped when freed), the
-heap's top trimmed past 1 MiB and a trim every second, a minute of churn with back-to-back
-scrapes at 100 % peaked at ~252 MiB instead of ~265 (after sync ~237 instead of ~248), at the
-same scrape rate. With another C library (musl, macOS) all of this does nothing. Owns no
-knowledge of what is allocated.
+next trim. Blocks of 128 KiB and more are mapped on their own (and unmapped when freed) and the
+heap's top is trimmed past 1 MiB, which lowers the peak under churn. With another C library
+(musl, macOS) all of this does nothing. Owns no knowledge of what is allocated.
 """
 
 from __future__ import annotations

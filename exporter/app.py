@@ -40,15 +40,16 @@ from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
 from exporter.engine.model import Base, ObjectKey, Result
 from exporter.engine.parse import project
+from exporter.engine.rule_inputs import export_only_change
 from exporter.gcpolicy import manage_gc
 from exporter.landing import page as landing_page
 from exporter.logging_setup import setup as setup_logging
 from exporter.metrics.catalog import object_families
+from exporter.metrics.memberbuilder import MemberBuilder
 from exporter.metrics.process import ProcessMetrics
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selection import Selection, describe
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
-from exporter.offload import MemberBuilder
 from exporter.sharding import keep_shard
 from exporter.sources.files import FileSource, FileStats
 from exporter.store import Store
@@ -161,7 +162,7 @@ class Pipeline:
     ) -> None:
         self.store, self.sink, self.renderer, self.stats, self.keep = store, sink, renderer, stats, keep
         self.previous: dict[ObjectKey, Result] = {}
-        self._members: dict[GroupKey, list[ObjectKey]] = {}
+        self._group_objects: dict[GroupKey, list[ObjectKey]] = {}
         # Per Cluster API group, what its last evaluation leaves for the next (engine-owned data).
         self._memos: dict[GroupKey, Memo] = {}
         self.passes = 0
@@ -189,7 +190,7 @@ class Pipeline:
                 log.error("cannot evaluate a group; its objects are left out of the metrics",
                           extra={"group": _printable("/".join(key)), "error": _printable(repr(exc)[:300])},
                           exc_info=True)
-            for old in self._members.pop(key, []):
+            for old in self._group_objects.pop(key, []):
                 self.previous.pop(old, None)
             self._memos.pop(key, None)
             self.renderer.remove_group(key)
@@ -208,9 +209,9 @@ class Pipeline:
 
     def _evaluate_group(self, key: GroupKey, now: float) -> None:
         group = self.store.build(key)
-        members = self._members.pop(key, [])
+        before = self._group_objects.pop(key, [])
         if group is None:
-            for old in members:
+            for old in before:
                 self.previous.pop(old, None)
             self._memos.pop(key, None)
             self.renderer.remove_group(key)
@@ -227,8 +228,8 @@ class Pipeline:
             if obj is not None:
                 items.append((obj, result))
                 self.previous[result.key] = result
-        self._members[key] = [r.key for r in results]
-        for old in set(members).difference(self._members[key]):
+        self._group_objects[key] = [r.key for r in results]
+        for old in set(before).difference(self._group_objects[key]):
             self.previous.pop(old, None)
         self.renderer.update_group(key, items)
 
@@ -441,7 +442,7 @@ def _exit_if_threads_linger(code: int) -> None:
 async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
     web_cfg = webconfig.load(config.web_config_file) if config.web_config_file else None
     keep = keep_shard(config.shard, config.total_shards)
-    store = Store(keep=keep)
+    store = Store(keep=keep, export_only=export_only_change)
     sink = FilteringSink(store, namespaces=config.namespaces, exclude=config.exclude_resources)
     selection = Selection(config.metric_allowlist, config.metric_denylist, config.metric_labels_allowlist,
                           config.metric_annotations_allowlist)

@@ -146,10 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def evaluate(config: Config) -> int:
     """Read, evaluate and print; a file, a group or an object that fails is named on stderr and
     left out (exit 1), the rest is printed."""
+    from exporter.cli_output import printable, render_evaluation
     from exporter.engine.evaluate import evaluate_group
     from exporter.engine.grouping import group_projections
     from exporter.engine.model import Result
-    from exporter.report import printable, render_evaluation
     from exporter.sources.files import load
 
     assert config.from_files is not None  # build() guarantees it for evaluate

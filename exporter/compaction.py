@@ -7,10 +7,9 @@ was reached between scrapes. Every ``EVERY_SECONDS`` this task looks at the pend
 ``START`` of the limit, the buckets with the most pending bytes are rebuilt by the
 ``MemberBuilder`` (in its worker process) and installed, until ``END`` of the limit is left.
 
-Not every dirty bucket every second: that was measured, and each bucket changed every few
-seconds was rebuilt each time (~850 buckets a second at 500 changes/s, 2-3 times the work of
-rebuilding at scrape time), the loop's share of it (planning, the pipe) a few per cent of its
-time. Owns no knowledge of buckets' contents.
+Not every dirty bucket every second: a bucket changed every few seconds would be rebuilt each
+time, several times the work of rebuilding it at scrape time (docs/performance.md). Owns no
+knowledge of buckets' contents.
 """
 
 from __future__ import annotations
@@ -18,17 +17,16 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from exporter.metrics.memberbuilder import MemberBuilder
 from exporter.metrics.renderer import Renderer
-from exporter.offload import MemberBuilder
 
 log = logging.getLogger("exporter.compaction")
 
 EVERY_SECONDS = 1.0
 # Fractions of the limit: a round starts past START and rebuilds down to END. A round's memory
 # comes back only at the allocator's next trim, after the new members are in (old members,
-# pending lines and the batches in flight overlap for a moment): with rounds of a quarter of the
-# limit (1/2 down to 1/4) the exporter's RSS rose ~12-14 MiB every ~4 s under churn at fleet
-# size; rounds of an eighth rise ~6 MiB every ~2 s, for the same scrape and event figures.
+# pending lines and the batches in flight overlap for a moment), so small rounds keep the RSS
+# steps small (docs/performance.md).
 START = (3, 8)
 END = (1, 4)
 

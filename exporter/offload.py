@@ -1,22 +1,20 @@
-"""Gzip members built off the event loop and off the GIL, in a worker process.
+"""Batch work run off the event loop and off the GIL, in a worker process.
 
-Owns ``MemberBuilder``. Rebuilding a dirty bucket is mostly decompressing and compressing, which
-release the GIL, but a thread doing it must take the GIL back three times per bucket, and while
-the loop thread is busy with events each of those waits lasts a switch interval: with thousands
-of dirty buckets under churn, a gzip scrape spent seconds waiting rather than compressing. A child
-process (``python -m exporter.metrics.members``) plans each rebuild and does the byte work on
-the other core with no GIL to share; a thread of this process exchanges batches of what the
-buckets hold with it over a pipe, with a few GIL hand-offs per batch rather than per bucket.
-(Planning in that thread, ~5 % of the exporter's samples in a burst at fleet size, was time the
-thread held the GIL from the loop.)
+Owns ``Worker``: it runs a batch function in a child process (``python -m <module>``, whose
+``serve`` reads batches from its standard input) or, when that process cannot start, dies, or
+does not answer within ``REPLY_SECONDS`` (stopped, swapped out, wedged), in a thread of this
+process (logged once; a worker that timed out is killed), trying a new process again after
+``RETRY_SECONDS``. A thread must take the GIL back after every call that released it, and waits
+a switch interval each time the loop thread is busy; a process has no GIL to share, and a batch
+costs this process a few GIL hand-offs rather than a few per item. A batch never waits more than
+``REPLY_SECONDS`` for another batch's exchange either: it runs in a thread instead. Batches run on
+the worker's own threads, never the loop's default executor, so a stuck exchange cannot starve
+the files source or anything else that uses it.
 
-If the worker cannot start, dies, or does not answer a batch within ``REPLY_SECONDS`` (stopped,
-swapped out, wedged), batches are built in a thread as before (logged once; a worker that timed
-out is killed), and a new worker is tried again after ``RETRY_SECONDS``. A batch never waits more
-than ``REPLY_SECONDS`` for another batch's exchange either: it is built in a thread instead.
-Batches run on the builder's own threads, never the loop's default executor, so a stuck
-exchange cannot starve the files source or anything else that uses it. Owns no knowledge of
-buckets or families: it rebuilds what the ``Buildable``s it is given hold.
+Owns no knowledge of the work: the caller gives the module the child runs, the function a thread
+runs instead, and for each batch a callable that makes its input and one that takes its output.
+Frames on the pipes are an 8-byte little-endian length and a pickle; the child answers a batch it
+cannot run with the error as a string, and that batch runs in a thread here, where the error shows.
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import importlib
 import logging
 import os
 import pickle
@@ -32,65 +31,38 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol, TypeVar
-
-import exporter
-from exporter.metrics import members
-from exporter.metrics.members import Built, Job
+from typing import Generic, TypeVar
 
 log = logging.getLogger("exporter.offload")
 
-# Text per batch sent to the worker: ~3-4 ms of its time, ~0.12 MB of jobs out and of members
-# back once buckets are compressed. The loop awaits once per batch; a scrape's batch waits for at
-# most one batch of the compaction ahead of it. Larger batches cost the worker's memory: 8 MB
-# batches under churn took it from ~16 to ~24-26 MiB resident, 4 MB ones to ~21 MiB, 2 MB ones
-# to ~19 MiB.
-BATCH_BYTES = 2 << 20
-# Bytes a batch carries to the worker (base members and pending lines). Under churn a bucket's
-# job is its ~4 KB member and a few changed lines, and a batch of 4 MB of text carries ~0.5 MB; the
-# buckets filled at start-up have no member yet and carry their whole text. 8 MB of those took
-# the worker from ~16 to ~35 MiB resident, the highest it ever was in the benchmark at fleet size.
-CARRIED_BYTES = 2 << 20
 PIPE_BYTES = 1 << 20
 RETRY_SECONDS = 60.0
 # The longest a batch waits for the worker (its exchange, or another batch's ahead of it): a
-# batch takes the worker ~3-4 ms, so this is only reached when it is stopped or wedged.
+# batch takes the worker a few ms, so this is only reached when it is stopped or wedged.
 REPLY_SECONDS = 5.0
-BUILD_THREADS = 4  # batches in flight at once (scrapes and the compaction)
-SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a thread builds members
+THREADS = 4  # batches in flight at once
+SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a thread runs a batch
+
+In = TypeVar("In")
+Out = TypeVar("Out")
 
 
-class Buildable(Protocol):
-    """Something rebuilt by ``members.rebuild`` (a bucket)."""
+class Worker(Generic[In, Out]):
+    """Runs ``local`` on batches, in a child process running ``module`` when it can, else in a thread.
 
-    @property
-    def size(self) -> int: ...  # bytes of text the rebuild makes
-
-    @property
-    def carried(self) -> int: ...  # bytes its job carries: base member and pending lines
-
-    def job(self) -> Job: ...
-
-    def done(self, built: Built) -> object: ...
-
-
-B = TypeVar("B", bound=Buildable)
-
-
-class MemberBuilder:
-    """Builds members for batches of ``Buildable``s: in a worker process, or in a thread.
-
-    Each batch is handled in one thread call: take every item's job (they are frozen: safe off
-    the loop), send the jobs, wait, read the rebuilt buckets, ``done`` each item. The loop awaits once per
+    ``python -m module`` must answer each frame with what ``local`` computes for it. Each batch is
+    one thread call: make the input, send it, wait, take the output. The loop awaits once per
     batch. Driving the pipe from the loop instead made a batch take a loop iteration per 64 KiB
-    written or 256 KiB read, and under churn an iteration runs a slice of every busy task: a
-    scrape's ~20 MB each way took seconds.
+    written or 256 KiB read, and under churn an iteration runs a slice of every busy task.
     """
 
-    def __init__(self, *, process: bool = True) -> None:
+    def __init__(self, module: str, local: Callable[[In], Out], *, name: str, process: bool = True) -> None:
+        self.module = module
+        self.name = name  # what logs call the process
+        self.local = local
         self.use_process = process
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()  # one batch on the pipe at a time, whoever awaits it
@@ -98,7 +70,7 @@ class MemberBuilder:
         self.worker_starts = 0
         self.worker_failures = 0
         self.reply_seconds = REPLY_SECONDS
-        self._pool = ThreadPoolExecutor(BUILD_THREADS, thread_name_prefix="members")
+        self._pool = ThreadPoolExecutor(THREADS, thread_name_prefix="offload")
 
     @property
     def worker_pid(self) -> int | None:
@@ -137,70 +109,48 @@ class MemberBuilder:
         if proc.stdout is not None:
             proc.stdout.close()
 
-    async def build(self, items: Sequence[B], after_batch: Callable[[list[B]], object] | None = None) -> None:
-        """Build the member of every item (``done`` is called on each), batch by batch.
-
-        ``after_batch`` is called on the loop with each batch once it is built.
-        """
-        batch: list[B] = []
-        size = carried = 0
-        for item in items:
-            batch.append(item)
-            size += item.size
-            carried += item.carried
-            if size >= BATCH_BYTES or carried >= CARRIED_BYTES:
-                await self._build_batch(batch)
-                if after_batch is not None:
-                    after_batch(batch)
-                batch, size, carried = [], 0, 0
-        if batch:
-            await self._build_batch(batch)
-            if after_batch is not None:
-                after_batch(batch)
-
-    async def _build_batch(self, batch: Sequence[Buildable]) -> None:
+    async def run(self, make: Callable[[], In], take: Callable[[Out], object]) -> None:
+        """Run one batch: ``make()`` its input and ``take`` its output, both in a thread."""
         # A cancelled caller leaves the thread to finish the exchange under the lock: the pipe
         # never holds a reply the next batch would take for its own.
         with _prompt_gil_handoff():
-            await asyncio.get_running_loop().run_in_executor(self._pool, self._build_in_thread, batch)
+            await asyncio.get_running_loop().run_in_executor(self._pool, self._run_in_thread, make, take)
 
-    def _build_in_thread(self, batch: Sequence[Buildable]) -> None:
-        jobs = [item.job() for item in batch]
-        built = self._ask(jobs) if self.use_process else None
-        if built is None:
-            built = members.rebuild_all(jobs)
-        for item, rebuilt in zip(batch, built, strict=True):
-            item.done(rebuilt)
+    def _run_in_thread(self, make: Callable[[], In], take: Callable[[Out], object]) -> None:
+        data = make()
+        out = self._ask(data) if self.use_process else None
+        take(self.local(data) if out is None else out[0])
 
-    def _ask(self, jobs: list[Job]) -> list[Built] | None:
+    def _ask(self, data: In) -> tuple[Out] | None:
+        """The worker's output for ``data`` (in a 1-tuple), or None when it must run here."""
         if not self._lock.acquire(timeout=self.reply_seconds):
-            log.warning("the compression worker is busy past its deadline; building a batch in a thread")
+            log.warning(f"the {self.name} is busy past its deadline; running a batch in a thread")
             return None
         try:
             proc = self._ensure_worker()
             if proc is None:
                 return None
             assert proc.stdin is not None and proc.stdout is not None
-            data = pickle.dumps(jobs, protocol=pickle.HIGHEST_PROTOCOL)
+            body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
             deadline = time.monotonic() + self.reply_seconds
             try:
-                _send(proc.stdin.fileno(), len(data).to_bytes(8, "little") + data, deadline)
+                _send(proc.stdin.fileno(), len(body).to_bytes(8, "little") + body, deadline)
                 head = _receive(proc.stdout.fileno(), 8, deadline)
-                body = _receive(proc.stdout.fileno(), int.from_bytes(head, "little"), deadline)
-                reply = pickle.loads(body)
+                size = int.from_bytes(head, "little")
+                ok, reply = pickle.loads(_receive(proc.stdout.fileno(), size, deadline))
             except TimeoutError as exc:
-                self._failed(f"the compression worker did not answer within {self.reply_seconds:g}s", exc)
+                self._failed(f"the {self.name} did not answer within {self.reply_seconds:g}s", exc)
                 return None
             except (OSError, EOFError, pickle.UnpicklingError) as exc:
-                self._failed("the compression worker stopped", exc)
+                self._failed(f"the {self.name} stopped", exc)
                 return None
         finally:
             self._lock.release()
-        if isinstance(reply, str) or len(reply) != len(jobs):
-            # The worker is fine, the batch is not: build it here, where the error will show.
-            log.warning("the compression worker could not build a batch", extra={"error": str(reply)[:200]})
+        if not ok:
+            # The worker is fine, the batch is not: run it here, where the error will show.
+            log.warning(f"the {self.name} could not run a batch", extra={"error": str(reply)[:200]})
             return None
-        return list(reply)
+        return (reply,)
 
     def _locked_ensure_worker(self) -> None:
         with self._lock:
@@ -212,17 +162,17 @@ class MemberBuilder:
             code = self._proc.poll()
             if code is None:
                 return self._proc
-            self._failed("the compression worker stopped", RuntimeError(f"exit code {code}"))
+            self._failed(f"the {self.name} stopped", RuntimeError(f"exit code {code}"))
             return None
         if time.monotonic() < self._retry_at:
             return None
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "exporter.metrics.members"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_worker_env(),
+                [sys.executable, "-m", self.module],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_worker_env(self.module),
             )
         except OSError as exc:
-            self._failed("cannot start the compression worker", exc)
+            self._failed(f"cannot start the {self.name}", exc)
             return None
         assert proc.stdin is not None and proc.stdout is not None
         for pipe in (proc.stdin, proc.stdout):
@@ -231,7 +181,7 @@ class MemberBuilder:
             os.set_blocking(pipe.fileno(), False)
         self._proc = proc
         self.worker_starts += 1
-        log.info("compression worker started", extra={"pid": proc.pid})
+        log.info(f"{self.name} started", extra={"pid": proc.pid})
         return proc
 
     def _failed(self, message: str, exc: BaseException) -> None:
@@ -242,7 +192,7 @@ class MemberBuilder:
                 proc.wait(self.reply_seconds)
         self.worker_failures += 1
         self._retry_at = time.monotonic() + RETRY_SECONDS
-        log.error(message, extra={"error": repr(exc), "fallback": "compressing in a thread",
+        log.error(message, extra={"error": repr(exc), "fallback": "a thread",
                                   "retry_seconds": RETRY_SECONDS})
 
 
@@ -257,7 +207,7 @@ def _send(fd: int, data: bytes, deadline: float) -> None:
             sent = 0
         view = view[sent:]
         if view and not poller.poll(_remaining_ms(deadline)):
-            raise TimeoutError("writing to the compression worker")
+            raise TimeoutError("writing to the worker process")
 
 
 def _receive(fd: int, size: int, deadline: float) -> bytes:
@@ -269,7 +219,7 @@ def _receive(fd: int, size: int, deadline: float) -> bytes:
             part = os.read(fd, min(size, PIPE_BYTES))
         except BlockingIOError:
             if not poller.poll(_remaining_ms(deadline)):
-                raise TimeoutError("reading from the compression worker") from None
+                raise TimeoutError("reading from the worker process") from None
             continue
         if not part:
             raise EOFError("the worker closed its output")
@@ -281,7 +231,7 @@ def _receive(fd: int, size: int, deadline: float) -> bytes:
 def _remaining_ms(deadline: float) -> int:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
-        raise TimeoutError("the compression worker's deadline passed")
+        raise TimeoutError("the worker process's deadline passed")
     return max(1, int(remaining * 1000))
 
 
@@ -292,9 +242,10 @@ def _widen(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
 
-def _worker_env() -> dict[str, str]:
+def _worker_env(module: str) -> dict[str, str]:
     # The worker imports the very package this process runs, wherever it was loaded from.
-    root = str(Path(exporter.__file__).resolve().parent.parent)
+    package = importlib.import_module(module.partition(".")[0])
+    root = str(Path(package.__file__ or "").resolve().parent.parent)
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
 
@@ -305,12 +256,11 @@ _default_switch_interval = sys.getswitchinterval()
 
 @contextlib.contextmanager
 def _prompt_gil_handoff() -> Iterator[None]:
-    """A short GIL switch interval while a thread builds members (the fallback).
+    """A short GIL switch interval while a thread runs a batch.
 
-    Each compression releases the GIL; to take it back, the thread waits for the switch interval
-    (5 ms by default) whenever the loop thread is busy evaluating: with hundreds of dirty buckets
-    that waiting, not the compression, made scrapes under churn take seconds (2.5 s instead of
-    45 ms for 233 buckets in a microbenchmark with a busy loop thread; ~0.1 s at 0.5 ms).
+    Each call that releases the GIL (a compression) makes the thread wait for the switch
+    interval (5 ms by default) to take it back whenever the loop thread is busy: with hundreds of
+    calls per batch that waiting, not the work, is what the batch costs (docs/performance.md).
     """
     global _handoffs
     if _handoffs == 0:
@@ -322,3 +272,4 @@ def _prompt_gil_handoff() -> Iterator[None]:
         _handoffs -= 1
         if _handoffs == 0:
             sys.setswitchinterval(_default_switch_interval)
+

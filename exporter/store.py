@@ -4,8 +4,9 @@ Owns the sink the sources write into (``replace`` / ``upsert`` / ``delete``), th
 replacement of one kind's contents after a relist (objects missing from the new list are
 deleted), shard filtering of groups, and what changed since the evaluation loop last asked: the
 dirty groups, and the objects whose update changed only fields no rule reads (those need
-re-rendering, not evaluation; ``exporter.engine.rule_inputs`` says which fields). An update equal
-to the stored projection changes nothing. Owns no I/O and no evaluation; indexing lives in
+re-rendering, not evaluation; the composition root passes the test, ``export_only``, which the
+engine's ``rule_inputs`` owns; without it every change re-evaluates). An update equal to the
+stored projection changes nothing. Owns no I/O and no evaluation; indexing lives in
 ``exporter.engine.grouping.FleetIndex``.
 """
 
@@ -16,11 +17,14 @@ from collections.abc import Callable, Iterable
 from exporter.engine.evaluate_types import Group
 from exporter.engine.grouping import FleetIndex, GroupKey
 from exporter.engine.model import Base, ObjectKey
-from exporter.engine.rule_inputs import export_only_change
 
 
 def keep_all(_: GroupKey) -> bool:
     return True
+
+
+def never_export_only(_old: Base, _new: Base) -> bool:
+    return False
 
 
 class Store:
@@ -28,7 +32,7 @@ class Store:
 
     def __init__(
         self, *, keep: Callable[[GroupKey], bool] = keep_all,
-        export_only: Callable[[Base, Base], bool] = export_only_change,
+        export_only: Callable[[Base, Base], bool] = never_export_only,
     ) -> None:
         self._index = FleetIndex()
         self._dirty: set[GroupKey] = set()

@@ -13,9 +13,8 @@ import time
 
 # The slice every long stretch of work on the loop uses. Answering a request takes the loop
 # several iterations (read, parse, run the handler, write), and under churn each iteration runs a
-# slice of every busy task (watch stream, evaluation pass, scrape writer): with 10 ms slices a
-# /healthz answer took up to ~60 ms in the benchmark (500 changes/s), with 2 ms ~40 ms. A yield
-# costs ~50 us of loop overhead, a few per cent of the work at this slice.
+# slice of every busy task (watch stream, evaluation pass, scrape writer), so the slice bounds how
+# long a probe waits; a yield costs a few per cent of the work at this slice (docs/performance.md).
 SLICE_SECONDS = 0.002
 
 

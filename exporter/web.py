@@ -43,10 +43,10 @@ from aiohttp.web_protocol import RequestHandler
 from exporter.landing import page as landing_page
 from exporter.metrics import selfmetrics
 from exporter.metrics.exposition import CONTENT_TYPE
+from exporter.metrics.memberbuilder import MemberBuilder
 from exporter.metrics.process import ProcessMetrics
 from exporter.metrics.renderer import Renderer, gzip_member
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
-from exporter.offload import MemberBuilder
 from exporter.timeslice import SLICE_SECONDS, TimeSlice
 from exporter.webconfig import TokenBucket, WebConfig
 
@@ -438,5 +438,3 @@ class LimitedSite(web.TCPSite):
             factory, self._host, self._port, ssl=self._ssl_context, backlog=self._backlog,
             ssl_handshake_timeout=self.limits.header_timeout if self._ssl_context else None,
         )
-        if self._server.sockets:
-            self._bound_port = self._server.sockets[0].getsockname()[1]

@@ -127,10 +127,6 @@ class TlsConfig:
     def files(self) -> tuple[Path, ...]:
         return tuple(p for p in (self.cert_file, self.key_file, self.client_ca_file) if p is not None)
 
-    @property
-    def client_certs_required(self) -> bool:
-        return self.client_auth_type == "RequireAndVerifyClientCert"
-
 
 @dataclass(frozen=True, slots=True)
 class RateLimit:
@@ -155,10 +151,6 @@ class TokenBucket:
             self._tokens -= 1.0
             return True
         return False
-
-
-def _read_text(path: Path) -> bytes:
-    return path.read_bytes()
 
 
 def build_ssl_context(tls: TlsConfig) -> ssl.SSLContext:
@@ -367,9 +359,6 @@ class WebConfig:
             outcome = known and verdict
             self._verifier.remember(token, outcome)
         return outcome
-
-    async def check_authorization(self, header: str | None) -> bool:
-        return bool(await self.authorize(header))
 
     def close(self) -> None:
         self._verifier.close()

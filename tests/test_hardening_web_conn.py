@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from exporter.offload import MemberBuilder
+from exporter.metrics.memberbuilder import MemberBuilder
 from tests.test_web import exposition
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -254,14 +254,11 @@ def test_sigterm_during_a_long_initial_load_exits_within_seconds(fleet):
     try:
         wait_healthy(port, proc)
         time.sleep(1.0)
-        started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         try:
-            code = proc.wait(15)
+            code = proc.wait(8)
         except subprocess.TimeoutExpired:
             code = None
-        seconds = time.monotonic() - started
-        print(f"sigterm_to_exit_seconds={seconds:.2f}")
-        assert code == 0 and seconds < 8, f"exit {code} after {seconds:.1f}s"
+        assert code == 0, f"exit {code}, or still running 8 s after SIGTERM"
     finally:
         stop(proc)

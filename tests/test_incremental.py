@@ -49,6 +49,7 @@ from exporter.engine.model import (
     Status,
 )
 from exporter.engine.parse import project
+from exporter.engine.rule_inputs import export_only_change
 from exporter.metrics.renderer import Renderer, render_fleet
 from exporter.metrics.selfmetrics import ExporterStats
 from exporter.store import Store
@@ -215,7 +216,7 @@ def run(
 ) -> list[str]:
     """Apply random changes; return what differed (empty when the pipeline matched throughout)."""
     rng = random.Random(seed)
-    store = store if store is not None else Store()
+    store = store if store is not None else Store(export_only=export_only_change)
     renderer = Renderer()
     pipeline = Pipeline(store, FilteringSink(store), renderer, ExporterStats(), lambda _key: True)
     reference = Reference()
@@ -313,7 +314,7 @@ def _machine(**changes: Any) -> Machine:
 
 
 def test_an_update_equal_to_the_stored_projection_marks_nothing() -> None:
-    store = Store()
+    store = Store(export_only=export_only_change)
     store.upsert(_machine(node_name="n1"))
     store.take_dirty()
     generation = store.generation
@@ -324,7 +325,7 @@ def test_an_update_equal_to_the_stored_projection_marks_nothing() -> None:
 
 
 def test_an_export_only_update_is_handed_over_for_rendering_not_evaluation() -> None:
-    store = Store()
+    store = Store(export_only=export_only_change)
     store.upsert(_machine(certificates_expiry=1.0))
     store.take_dirty()
     store.upsert(_machine(certificates_expiry=2.0))
@@ -335,7 +336,7 @@ def test_an_export_only_update_is_handed_over_for_rendering_not_evaluation() -> 
 
 
 def test_an_update_rules_read_dirties_the_group_and_supersedes_an_export_only_one() -> None:
-    store = Store()
+    store = Store(export_only=export_only_change)
     store.upsert(_machine())
     store.take_dirty()
     store.upsert(_machine(certificates_expiry=2.0))
@@ -345,7 +346,7 @@ def test_an_update_rules_read_dirties_the_group_and_supersedes_an_export_only_on
 
 
 def test_a_shard_filter_applies_to_export_only_updates() -> None:
-    store = Store(keep=lambda g: g[2] != "c1")
+    store = Store(keep=lambda g: g[2] != "c1", export_only=export_only_change)
     store.upsert(_machine())
     store.upsert(_machine(certificates_expiry=2.0))
     assert store.take_exported() == {}
@@ -422,9 +423,13 @@ def test_the_harness_catches_reuse_that_ignores_the_clock(
 # ---- transition times across passes ---------------------------------------------------------------
 
 
+def _computed(result: Result, type_: str) -> Condition | None:
+    return next((c for c in result.computed if c.type == type_), None)
+
+
 def test_a_computed_condition_keeps_its_transition_time_while_its_status_holds() -> None:
     """The pipeline hands the group's previous Results to the engine when it evaluates the group again."""
-    store = Store()
+    store = Store(export_only=export_only_change)
     pipeline = Pipeline(store, FilteringSink(store), Renderer(), ExporterStats(), lambda _key: True)
     loop = asyncio.new_event_loop()
     clock = [NOW]
@@ -435,16 +440,16 @@ def test_a_computed_condition_keeps_its_transition_time_while_its_status_holds()
 
     store.upsert(_machine())  # reports nothing: Ready is computed, with no controller's time to take
     settle()
-    ready = pipeline.previous[("Machine", "ns", "m1")].computed_condition("Ready")
+    ready = _computed(pipeline.previous[("Machine", "ns", "m1")], "Ready")
     assert ready is not None and ready.last_transition_time == NOW
     clock[0] = NOW + 600
     store.upsert(dataclasses.replace(_machine(), node_name="n1"))  # the group is evaluated again
     settle()
-    again = pipeline.previous[("Machine", "ns", "m1")].computed_condition("Ready")
+    again = _computed(pipeline.previous[("Machine", "ns", "m1")], "Ready")
     assert again is not None and again.status is ready.status and again.last_transition_time == NOW
     store.upsert(_machine(meta=dataclasses.replace(_machine().meta, uid="u2")))  # created again
     settle()
-    fresh = pipeline.previous[("Machine", "ns", "m1")].computed_condition("Ready")
+    fresh = _computed(pipeline.previous[("Machine", "ns", "m1")], "Ready")
     assert fresh is not None and fresh.last_transition_time == NOW + 600
     loop.close()
 
@@ -538,7 +543,7 @@ def test_an_owner_is_evaluated_again_while_its_young_machine_has_only_a_computed
 def test_a_control_plane_is_evaluated_again_while_a_machine_issue_is_too_fresh_to_surface() -> None:
     reused, fresh = _evaluated_later(_control_plane_with_a_fresh_issue_group())
     assert reused == fresh
-    available = next(r for r in fresh if r.kind == "KubeadmControlPlane").computed_condition("Available")
+    available = _computed(next(r for r in fresh if r.kind == "KubeadmControlPlane"), "Available")
     assert available is not None
     assert available.message == "* 1 of 2 Machines has healthy control plane components, at least 1 required"
 
@@ -560,7 +565,7 @@ def test_an_update_during_a_sliced_export_only_rendering_is_evaluated_by_the_nex
 ) -> None:
     """Export-only renderings yield between groups; what the source changes meanwhile still lands."""
     fleet = example_fleet()
-    store, renderer, reference = Store(), Renderer(), Reference()
+    store, renderer, reference = Store(export_only=export_only_change), Renderer(), Reference()
     pipeline = Pipeline(store, FilteringSink(store), renderer, ExporterStats(), lambda _key: True)
     pipeline.clock = lambda: NOW
     monkeypatch.setattr(app_module, "TimeSlice", lambda: TimeSlice(0.0))  # yield after every group

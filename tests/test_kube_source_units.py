@@ -21,7 +21,7 @@ from exporter.sources.discovery import (
     provider_refs,
     resolve,
 )
-from exporter.sources.informer import Backoff, LoopSettings, ResourceLoop, ResourceStats
+from exporter.sources.informer import Backoff, LoopSettings, ResourceLoop, WatchStats
 from exporter.sources.kube import KubeSourceConfig, connect
 from tests.kubeapi import FakeKubeAPI
 from tests.kubeapi.fixtures import RecordingSink, obj, simple_project
@@ -201,7 +201,7 @@ async def test_the_next_list_page_is_requested_while_the_current_one_is_projecte
     sink = RecordingSink()
     resource = Resource(ResourceSpec("cluster.x-k8s.io", "Machine"), "v1beta2", "machines", True)
     settings = LoopSettings(page_size=3)
-    loop = ResourceLoop(resource, None, Transport(), sink, project, ResourceStats(), settings)
+    loop = ResourceLoop(resource, None, Transport(), sink, project, WatchStats(), settings)
     assert await loop._list() == "7"
     assert requested == ["", "p2"]
     # The second page was asked for before the first page's last object was projected.
@@ -251,7 +251,7 @@ async def test_a_watch_backlog_lets_other_tasks_run_while_it_is_handled() -> Non
             await asyncio.sleep(0)
 
     resource = Resource(ResourceSpec("cluster.x-k8s.io", "Machine"), "v1beta2", "machines", True)
-    loop = ResourceLoop(resource, None, WatchLines(events), RecordingSink(), project, ResourceStats(),
+    loop = ResourceLoop(resource, None, WatchLines(events), RecordingSink(), project, WatchStats(),
                         LoopSettings())
     ticks = asyncio.create_task(ticker())
     await asyncio.sleep(0)
@@ -285,7 +285,7 @@ async def test_each_projection_is_given_the_objects_previous_one() -> None:
         return simple_project(raw)
 
     resource = Resource(ResourceSpec("cluster.x-k8s.io", "Machine"), "v1beta2", "machines", True)
-    loop = ResourceLoop(resource, None, WatchLines(events), RecordingSink(), project, ResourceStats(),
+    loop = ResourceLoop(resource, None, WatchLines(events), RecordingSink(), project, WatchStats(),
                         LoopSettings())
     loop._rv = "1"
     await loop._watch()

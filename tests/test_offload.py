@@ -21,10 +21,10 @@ from dataclasses import replace
 
 import pytest
 
-from exporter import compaction, offload
-from exporter.metrics import members
+from exporter import compaction
+from exporter.metrics import memberbuilder, members
+from exporter.metrics.memberbuilder import MemberBuilder
 from exporter.metrics.renderer import Renderer
-from exporter.offload import MemberBuilder
 from tests.test_renderer import GROUP, fleet, machine, result
 
 
@@ -99,7 +99,7 @@ async def test_a_worker_that_cannot_start_leaves_the_thread_to_build(
 
 async def test_a_caller_cancelled_mid_batch_leaves_the_pipe_in_step(
         builder: MemberBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(offload, "BATCH_BYTES", 1)  # one batch per bucket: many round trips
+    monkeypatch.setattr(memberbuilder, "BATCH_BYTES", 1)  # one batch per bucket: many round trips
     renderer = changed_renderer(every=2)
     await builder.start()
     first = asyncio.ensure_future(builder.build(renderer.snapshot().unbuilt()))
@@ -123,8 +123,8 @@ async def test_batches_are_bounded_by_what_they_carry_as_well_as_by_the_text_the
     for renderer in (fresh, changed):
         pieces = renderer.snapshot().unbuilt()
         text, carried = sum(p.size for p in pieces), sum(p.carried for p in pieces)
-        monkeypatch.setattr(offload, "BATCH_BYTES", text // 2 + 1)
-        monkeypatch.setattr(offload, "CARRIED_BYTES", text // 3 + 1)
+        monkeypatch.setattr(memberbuilder, "BATCH_BYTES", text // 2 + 1)
+        monkeypatch.setattr(memberbuilder, "CARRIED_BYTES", text // 3 + 1)
         batches: list[int] = []
         snap = renderer.snapshot()
         await builder.build(snap.unbuilt(), after_batch=lambda batch, out=batches: out.append(len(batch)))
@@ -150,8 +150,10 @@ def test_the_worker_loop_answers_a_bad_batch_with_its_error_and_goes_on() -> Non
     answers = []
     while head := replies.read(8):
         answers.append(pickle.loads(replies.read(int.from_bytes(head, "little"))))
-    assert isinstance(answers[0], str) and answers[0]
-    assert [(gzip.decompress(m), list(k), list(n)) for m, k, n in answers[1]] == [(b"defXYZ", [2, 3], [3, 3])]
+    assert answers[0][0] is False and isinstance(answers[0][1], str) and answers[0][1]
+    assert answers[1][0] is True
+    built = [(gzip.decompress(m), list(k), list(n)) for m, k, n in answers[1][1]]
+    assert built == [(b"defXYZ", [2, 3], [3, 3])]
 
 
 async def test_pending_lines_past_a_share_of_the_limit_are_compressed_off_the_loop(

@@ -398,11 +398,11 @@ def test_a_resource_the_chart_does_not_grant_is_reported_not_waited_for(hub: Hub
         assert not any(hub.allowed(install, group, resource, ns) for ns in scopes(name))
     hub.await_rbac(install, namespaces, expected(namespaces) - set(forbidden))
     with hub.run(install, f"without-{case}") as exporter:
-        took = exporter.wait_ready(timeout=30)
+        exporter.wait_ready(timeout=20)
         status, body = exporter.get("/readyz")
         samples = exporter.samples()
         log = exporter.log_text()
-    assert status == 200 and took < 20
+    assert status == 200
     wheres = [name + (f" in namespace {ns}" if ns else "") for name in forbidden for ns in scopes(name)]
     # /readyz lists each forbidden scope, and nothing else.
     assert body.splitlines()[0] == "ready"

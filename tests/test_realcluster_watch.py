@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -167,9 +166,7 @@ async def test_changes_are_followed_within_a_second(real: Real) -> None:
         lambda: c.delete("cluster.x-k8s.io/v1beta2", "Cluster", "ns1", "fast"),
     ):
         change()
-        started = time.monotonic()
         await real.converged("Cluster", timeout=1.0)
-        assert time.monotonic() - started < 1.0
 
 
 # ---- quiet watches ----
@@ -272,9 +269,7 @@ async def test_an_api_server_restart_is_caught_up_within_seconds(real: Real) -> 
     c.stop_apiserver()
     await eventually(lambda: not source.readiness()[0], 10, "unready while the API server is down")
     c.start_apiserver()
-    ready_at = time.monotonic()
     c.create(capi_cluster("after-restart"))
-    await real.converged("Cluster", timeout=30)
-    caught_up = time.monotonic() - ready_at
+    # Caught up within 5 s of the API server being ready: the backoff has not grown past that.
+    await real.converged("Cluster", timeout=5.0)
     await eventually(source.all_synced, 10, "ready again")
-    assert caught_up < 5.0, f"caught up {caught_up:.1f}s after the API server was ready"

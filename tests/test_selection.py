@@ -31,6 +31,7 @@ from exporter.app import FilteringSink, Pipeline
 from exporter.engine.evaluate import evaluate_all
 from exporter.engine.model import EMPTY_MAP, Base, Meta, Result
 from exporter.engine.parse import MetadataSelection, project
+from exporter.engine.rule_inputs import export_only_change
 from exporter.metrics import process, selfmetrics
 from exporter.metrics.catalog import kind_spec, object_families
 from exporter.metrics.common import prometheus_labels, sanitise_label_name
@@ -239,7 +240,7 @@ def test_the_engine_results_do_not_depend_on_the_labels_kept() -> None:
 
 
 def _pipeline(selection: Selection) -> tuple[Store, Pipeline, Renderer]:
-    store = Store()
+    store = Store(export_only=export_only_change)
     families = selection.families()
     renderer = Renderer(families)
     pipeline = Pipeline(store, FilteringSink(store), renderer, ExporterStats(), lambda _: True)

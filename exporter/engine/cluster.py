@@ -30,42 +30,61 @@ from exporter.engine import cluster_available as avail
 from exporter.engine import cluster_counters as counts
 from exporter.engine import controlplane
 from exporter.engine import machine_rollup as rollup
-from exporter.engine.conditions import Member, Reasons, aggregate, find, mirror, paused_condition, plain
+from exporter.engine.conditions import Participant, Reasons, aggregate, find, mirror, paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Cluster, Condition, Machine, Status
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    AVAILABLE_UNKNOWN,
+    CONTROL_PLANE_AVAILABLE,
+    CONTROL_PLANE_INITIALIZED,
+    CONTROL_PLANE_MACHINES_READY,
+    CONTROL_PLANE_MACHINES_UP_TO_DATE,
+    DELETING,
+    DELETION_COMPLETED,
+    INITIALIZED,
+    INTERNAL_ERROR,
+    NO_WORKERS,
+    NOT_AVAILABLE,
+    NOT_DELETING,
+    NOT_INITIALIZED,
+    NOT_ROLLING_OUT,
+    NOT_SCALING_DOWN,
+    NOT_SCALING_UP,
+    OBJECT_DELETED,
+    OBJECT_DOES_NOT_EXIST,
+    PENDING,
+    PROVISIONED,
+    PROVISIONING,
+    READY,
+    ROLLING_OUT,
+    ROLLING_OUT_UNKNOWN,
+    SCALING_DOWN,
+    SCALING_DOWN_UNKNOWN,
+    SCALING_UP,
+    SCALING_UP_UNKNOWN,
+    UP_TO_DATE,
+    WAITING_FOR_BEFORE_DELETE_HOOK,
+    WAITING_FOR_CONTROL_PLANE_DELETION,
+    WAITING_FOR_INFRASTRUCTURE_DELETION,
+    WAITING_FOR_WORKERS_DELETION,
+    WORKER_MACHINES_READY,
+    WORKER_MACHINES_UP_TO_DATE,
+    WORKERS_AVAILABLE,
+)
+from exporter.engine.vocabulary import (
+    AVAILABLE as AVAILABLE_REASON,
+)
 
 KIND = "Cluster"
 
-CONTROL_PLANE_AVAILABLE = "ControlPlaneAvailable"
-CONTROL_PLANE_INITIALIZED = "ControlPlaneInitialized"
-WORKERS_AVAILABLE = "WorkersAvailable"
-CONTROL_PLANE_MACHINES_READY = "ControlPlaneMachinesReady"
-WORKER_MACHINES_READY = "WorkerMachinesReady"
-CONTROL_PLANE_MACHINES_UP_TO_DATE = "ControlPlaneMachinesUpToDate"
-WORKER_MACHINES_UP_TO_DATE = "WorkerMachinesUpToDate"
-ROLLING_OUT = "RollingOut"
-SCALING_UP = "ScalingUp"
-SCALING_DOWN = "ScalingDown"
-DELETING = "Deleting"
 
-AVAILABLE_REASON = "Available"
-NOT_AVAILABLE = "NotAvailable"
-OBJECT_DOES_NOT_EXIST = "ObjectDoesNotExist"
-OBJECT_DELETED = "ObjectDeleted"
-INITIALIZED = "Initialized"
-NOT_INITIALIZED = "NotInitialized"
-NO_WORKERS = "NoWorkers"
-NOT_DELETING = "NotDeleting"
-WAITING_FOR_WORKERS_DELETION = "WaitingForWorkersDeletion"
-WAITING_FOR_CONTROL_PLANE_DELETION = "WaitingForControlPlaneDeletion"
-WAITING_FOR_INFRASTRUCTURE_DELETION = "WaitingForInfrastructureDeletion"
-DELETION_COMPLETED = "DeletionCompleted"
-DELETING_AS_REPORTED = frozenset({"WaitingForBeforeDeleteHook", "InternalError"})
+DELETING_AS_REPORTED = frozenset({WAITING_FOR_BEFORE_DELETE_HOOK, INTERNAL_ERROR})
 
-WORKERS_AVAILABLE_REASONS = Reasons(NOT_AVAILABLE, "AvailableUnknown", AVAILABLE_REASON)
-ROLLING_OUT_REASONS = Reasons("RollingOut", "RollingOutUnknown", "NotRollingOut")
-SCALING_UP_REASONS = Reasons("ScalingUp", "ScalingUpUnknown", "NotScalingUp")
-SCALING_DOWN_REASONS = Reasons("ScalingDown", "ScalingDownUnknown", "NotScalingDown")
+WORKERS_AVAILABLE_REASONS = Reasons(NOT_AVAILABLE, AVAILABLE_UNKNOWN, AVAILABLE_REASON)
+ROLLING_OUT_REASONS = Reasons(ROLLING_OUT, ROLLING_OUT_UNKNOWN, NOT_ROLLING_OUT)
+SCALING_UP_REASONS = Reasons(SCALING_UP, SCALING_UP_UNKNOWN, NOT_SCALING_UP)
+SCALING_DOWN_REASONS = Reasons(SCALING_DOWN, SCALING_DOWN_UNKNOWN, NOT_SCALING_DOWN)
 TOPOLOGY_WAIT = "Waiting for cluster topology to be reconciled"
 
 
@@ -78,15 +97,15 @@ def compute_cluster(cluster: Cluster, view: GroupView, now: float) -> Computed:
         control_plane_available(cluster, view),
         control_plane_initialized(cluster, view),
         workers_available(view),
-        rollup.machines_condition(CONTROL_PLANE_MACHINES_READY, view, cp_machines, rollup.READY,
+        rollup.machines_condition(CONTROL_PLANE_MACHINES_READY, view, cp_machines, READY,
                                   rollup.READY_REASONS),
-        rollup.machines_condition(WORKER_MACHINES_READY, view, worker_machines, rollup.READY,
+        rollup.machines_condition(WORKER_MACHINES_READY, view, worker_machines, READY,
                                   rollup.READY_REASONS),
         rollup.machines_condition(CONTROL_PLANE_MACHINES_UP_TO_DATE, view,
-                                  rollup.up_to_date_candidates(view, cp_machines, now), rollup.UP_TO_DATE,
+                                  rollup.up_to_date_candidates(view, cp_machines, now), UP_TO_DATE,
                                   rollup.UP_TO_DATE_REASONS, lookup=_cp_up_to_date(cluster, view)),
         rollup.machines_condition(WORKER_MACHINES_UP_TO_DATE, view,
-                                  rollup.up_to_date_candidates(view, worker_machines, now), rollup.UP_TO_DATE,
+                                  rollup.up_to_date_candidates(view, worker_machines, now), UP_TO_DATE,
                                   rollup.UP_TO_DATE_REASONS),
         lifecycle(ROLLING_OUT, cluster, view, ROLLING_OUT_REASONS, with_machine_sets=False),
         lifecycle(SCALING_UP, cluster, view, SCALING_UP_REASONS, with_machine_sets=True),
@@ -160,7 +179,7 @@ def control_plane_available(cluster: Cluster, view: GroupView) -> Condition:
 def _standalone_available(machines: Sequence[Machine], view: GroupView) -> Condition:
     if not machines:
         return _cp_unavailable(NOT_AVAILABLE, "There are no control plane Machines")
-    if rollup.count_true(view, machines, rollup.AVAILABLE) >= 1:
+    if rollup.count_true(view, machines, AVAILABLE) >= 1:
         return plain(CONTROL_PLANE_AVAILABLE, Status.TRUE, AVAILABLE_REASON)
     return Condition(CONTROL_PLANE_AVAILABLE, Status.FALSE, NOT_AVAILABLE,
                      "None of the control plane Machines is available")
@@ -196,13 +215,13 @@ def control_plane_initialized(cluster: Cluster, view: GroupView) -> Condition:
 
 
 def workers_available(view: GroupView) -> Condition:
-    members = [Member("MachineDeployment", md.meta.name, view.effective(md.key, AVAILABLE_REASON))
+    participants = [Participant("MachineDeployment", md.meta.name, view.effective(md.key, AVAILABLE_REASON))
                for md in view.machine_deployments]
-    members += [Member("MachinePool", mp.meta.name, view.effective(mp.key, AVAILABLE_REASON))
+    participants += [Participant("MachinePool", mp.meta.name, view.effective(mp.key, AVAILABLE_REASON))
                 for mp in view.machine_pools]
-    if not members:
+    if not participants:
         return plain(WORKERS_AVAILABLE, Status.TRUE, NO_WORKERS)
-    return aggregate(WORKERS_AVAILABLE, members, source_type=AVAILABLE_REASON,
+    return aggregate(WORKERS_AVAILABLE, participants, source_type=AVAILABLE_REASON,
                      reasons=WORKERS_AVAILABLE_REASONS)
 
 
@@ -214,20 +233,21 @@ def lifecycle(
     The control plane and MachinePools count only when they have the condition (a control plane
     contract does not require it; a pool without MachinePool Machines has no RollingOut).
     """
-    members: list[Member] = []
+    participants: list[Participant] = []
     kcp = counts.control_plane_object(cluster, view)
     if kcp is not None and (c := view.effective(kcp.key, type_)) is not None:
-        members.append(Member(kcp.meta.kind, kcp.meta.name, c, control_plane=True))
-    members += [Member("MachinePool", mp.meta.name, c) for mp in view.machine_pools
+        participants.append(Participant(kcp.meta.kind, kcp.meta.name, c, control_plane=True))
+    participants += [Participant("MachinePool", mp.meta.name, c) for mp in view.machine_pools
                 if (c := view.effective(mp.key, type_)) is not None]
-    members += [Member("MachineDeployment", md.meta.name, view.effective(md.key, type_))
+    participants += [Participant("MachineDeployment", md.meta.name, view.effective(md.key, type_))
                 for md in view.machine_deployments]
     if with_machine_sets:
-        members += [Member("MachineSet", ms.meta.name, view.effective(ms.key, type_))
+        participants += [Participant("MachineSet", ms.meta.name, view.effective(ms.key, type_))
                     for ms in counts.cluster_machine_sets(cluster, view)]
-    if not members:
+    if not participants:
         return plain(type_, Status.FALSE, reasons.info)
-    return aggregate(type_, members, source_type=type_, reasons=reasons, negative=True, target_negative=True)
+    return aggregate(type_, participants, source_type=type_, reasons=reasons, negative=True,
+                     target_negative=True)
 
 
 def deleting(cluster: Cluster, view: GroupView) -> Condition:
@@ -268,10 +288,10 @@ def phase(cluster: Cluster) -> str:
     if cluster.phase:
         return cluster.phase
     if cluster.meta.deleting:
-        return "Deleting"
+        return DELETING
     if cluster.infrastructure_provisioned and cluster.control_plane_endpoint_host and \
             cluster.control_plane_endpoint_port:
-        return "Provisioned"
+        return PROVISIONED
     if cluster.infrastructure_ref is not None or cluster.control_plane_ref is not None:
-        return "Provisioning"
-    return "Pending"
+        return PROVISIONING
+    return PENDING

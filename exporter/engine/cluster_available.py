@@ -24,7 +24,6 @@ from collections.abc import Iterable
 
 from exporter.engine import cluster_counters as counts
 from exporter.engine.conditions import (
-    NOT_YET_REPORTED,
     Priority,
     Reasons,
     find,
@@ -34,26 +33,33 @@ from exporter.engine.conditions import (
 )
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Cluster, Condition, Gate, Status
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    AVAILABLE_UNKNOWN,
+    CLUSTER_CLASS_NOT_RECONCILED,
+    CONTROL_PLANE_AVAILABLE,
+    DELETING,
+    INFRASTRUCTURE_READY,
+    NOT_AVAILABLE,
+    NOT_READY,
+    NOT_YET_REPORTED,
+    OBJECT_DELETED,
+    OBJECT_DOES_NOT_EXIST,
+    READY,
+    RECONCILE_FAILED,
+    RECONCILE_SUCCEEDED,
+    REMOTE_CONNECTION_PROBE,
+    TOPOLOGY_RECONCILED,
+    WORKERS_AVAILABLE,
+)
 
-AVAILABLE = "Available"
-DELETING = "Deleting"
-REMOTE_CONNECTION_PROBE = "RemoteConnectionProbe"
-INFRASTRUCTURE_READY = "InfrastructureReady"
-CONTROL_PLANE_AVAILABLE = "ControlPlaneAvailable"
-WORKERS_AVAILABLE = "WorkersAvailable"
-TOPOLOGY_RECONCILED = "TopologyReconciled"
 _GONE_WHILE_DELETING = (INFRASTRUCTURE_READY, CONTROL_PLANE_AVAILABLE)
 DEFAULT_GATES = (DELETING, REMOTE_CONNECTION_PROBE, INFRASTRUCTURE_READY, CONTROL_PLANE_AVAILABLE,
                  WORKERS_AVAILABLE, TOPOLOGY_RECONCILED)
 
-AVAILABLE_REASONS = Reasons("NotAvailable", "AvailableUnknown", "Available")
-READY = "Ready"
-NOT_READY = "NotReady"
-OBJECT_DOES_NOT_EXIST = "ObjectDoesNotExist"
-OBJECT_DELETED = "ObjectDeleted"
-RECONCILE_SUCCEEDED = "ReconcileSucceeded"
+AVAILABLE_REASONS = Reasons(NOT_AVAILABLE, AVAILABLE_UNKNOWN, AVAILABLE)
 # Only these TopologyReconciled reasons are problems; the others (upgrades pending, hooks) are progress.
-TOPOLOGY_ISSUE_REASONS = frozenset({"ReconcileFailed", "ClusterClassNotReconciled",
+TOPOLOGY_ISSUE_REASONS = frozenset({RECONCILE_FAILED, CLUSTER_CLASS_NOT_RECONCILED,
                                     "TopologyReconcileFailed"})
 GONE_REASONS = frozenset({OBJECT_DELETED, OBJECT_DOES_NOT_EXIST})
 _V1BETA1_TRUE_REASONS = {INFRASTRUCTURE_READY: READY, TOPOLOGY_RECONCILED: RECONCILE_SUCCEEDED}

@@ -25,6 +25,11 @@ from collections.abc import Iterable, Mapping
 from exporter.engine import machine_rollup as rollup
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Base, Cluster, Counters, KubeadmControlPlane, Machine
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    READY,
+    UP_TO_DATE,
+)
 
 KCP_KIND = "KubeadmControlPlane"
 FIELDS = ("desiredReplicas", "replicas", "readyReplicas", "availableReplicas", "upToDateReplicas")
@@ -73,9 +78,9 @@ def _machine_counts(view: GroupView, machines: Iterable[Machine]) -> dict[str, i
     return {
         "desiredReplicas": len(listed),
         "replicas": len(listed),
-        "readyReplicas": rollup.count_true(view, listed, rollup.READY),
-        "availableReplicas": rollup.count_true(view, listed, rollup.AVAILABLE),
-        "upToDateReplicas": rollup.count_true(view, listed, rollup.UP_TO_DATE),
+        "readyReplicas": rollup.count_true(view, listed, READY),
+        "availableReplicas": rollup.count_true(view, listed, AVAILABLE),
+        "upToDateReplicas": rollup.count_true(view, listed, UP_TO_DATE),
     }
 
 

@@ -15,8 +15,19 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from exporter.engine.model import Condition, Status
+from exporter.engine.vocabulary import (
+    DEGRADED,
+    DELETING,
+    NOT_PAUSED,
+    NOT_YET_REPORTED,
+    PAUSED,
+    REMEDIATING,
+    ROLLING_OUT,
+    SCALING_DOWN,
+    SCALING_UP,
+    UPDATING,
+)
 
-NOT_YET_REPORTED = "NotYetReported"
 MAX_AGGREGATE_BULLETS = 3
 MAX_LISTED_NAMES = 3
 
@@ -174,7 +185,7 @@ def summary(
     )
 
 
-class Member(NamedTuple):
+class Participant(NamedTuple):
     """One object taking part in an aggregation, with its condition of the aggregated type.
 
     A named tuple rather than a frozen dataclass: owners build one per Machine per aggregate on
@@ -187,12 +198,18 @@ class Member(NamedTuple):
     control_plane: bool = False
 
 
+def shown_names(names: Sequence[str], limit: int = MAX_LISTED_NAMES) -> str:
+    """``a, b, c`` or, past ``limit`` names, ``a, b, c, ... (2 more)``, in the order given."""
+    shown = ", ".join(names[:limit])
+    if len(names) > limit:
+        shown += f", ... ({len(names) - limit} more)"
+    return shown
+
+
 def names_message(kind: str, names: Sequence[str], verb_singular: str, verb_plural: str, suffix: str) -> str:
     """``Machine a is not healthy`` / ``Machines a, b, c, ... (2 more) are not healthy``."""
     ordered = sorted(names)
-    shown = ", ".join(ordered[:MAX_LISTED_NAMES])
-    if len(ordered) > MAX_LISTED_NAMES:
-        shown += f", ... ({len(ordered) - MAX_LISTED_NAMES} more)"
+    shown = shown_names(ordered)
     if len(ordered) == 1:
         return f"{kind} {shown} {verb_singular}{suffix}"
     return f"{_plural(kind)} {shown} {verb_plural}{suffix}"
@@ -211,7 +228,7 @@ _OTHER_TEXT: dict[int, str] = {
 
 def aggregate(
     target_type: str,
-    members: Sequence[Member],
+    participants: Sequence[Participant],
     *,
     source_type: str,
     reasons: Reasons,
@@ -219,14 +236,14 @@ def aggregate(
     target_negative: bool = False,
 ) -> Condition:
     """Merge the same condition across many objects (upstream NewAggregateCondition)."""
-    if not members:
+    if not participants:
         return not_yet_reported(target_type)
     # ``priority`` inlined, as ints: this loop runs for every Machine of every owner.
     bad = Status.TRUE if negative else Status.FALSE
     missing: Condition | None = None
-    rated: list[tuple[Member, Condition, int]] = []
+    rated: list[tuple[Participant, Condition, int]] = []
     worst_value = 2
-    for m in members:
+    for m in participants:
         c = m.condition
         if c is None:
             if missing is None:
@@ -257,13 +274,13 @@ def aggregate(
     )
 
 
-def _aggregate_lines(rated: list[tuple[Member, Condition, int]]) -> list[str]:
+def _aggregate_lines(rated: list[tuple[Participant, Condition, int]]) -> list[str]:
     """Upstream's aggregateMessages: per kind (alphabetical), messages ordered control plane first,
     then by priority, by how many objects report them, and by the joined names of those objects;
     at most three messages in all, the objects of the others counted per kind and priority."""
     # Oldest transition first (a condition not reported counts as oldest), as upstream sorts its input.
     rated = sorted(rated, key=lambda r: (r[1].last_transition_time or 0.0, r[0].name))
-    by_kind: dict[str, dict[str, list[Member]]] = {}
+    by_kind: dict[str, dict[str, list[Participant]]] = {}
     message_priority: dict[str, int] = {}
     for m, c, p in rated:
         by_kind.setdefault(m.kind, {}).setdefault(c.message, []).append(m)
@@ -286,9 +303,7 @@ def _aggregate_lines(rated: list[tuple[Member, Condition, int]]) -> list[str]:
                 others[message_priority[text]] = others.get(message_priority[text], 0) + len(group)
                 continue
             names = [m.name for m in sorted(group, key=lambda m: (not m.control_plane, m.name))]
-            shown = ", ".join(names[:MAX_LISTED_NAMES])
-            if len(names) > MAX_LISTED_NAMES:
-                shown += f", ... ({len(names) - MAX_LISTED_NAMES} more)"
+            shown = shown_names(names)
             label = kind if len(names) == 1 else _plural(kind)
             lines.append(f"* {label} {shown}:{indent_if_multiline(text)}")
             budget -= 1
@@ -298,8 +313,6 @@ def _aggregate_lines(rated: list[tuple[Member, Condition, int]]) -> list[str]:
     return lines
 
 
-PAUSED = "Paused"
-NOT_PAUSED = "NotPaused"
 
 
 def paused_condition(cluster_spec_paused: bool, annotated: bool, kind: str) -> Condition:
@@ -317,8 +330,8 @@ def paused_condition(cluster_spec_paused: bool, annotated: bool, kind: str) -> C
 # Condition types for which True is the bad state (CAPI v1beta2 polarity). Used to rank
 # conditions for display and alerting; rules pass their own polarity to summary/aggregate.
 NEGATIVE_POLARITY_TYPES = frozenset(
-    {"Deleting", "Paused", "RollingOut", "ScalingUp", "ScalingDown", "Remediating", "Updating",
-     "Degraded"}  # the OCM kinds' Degraded (ManifestWork, ManagedClusterAddOn): True is the issue
+    {DELETING, PAUSED, ROLLING_OUT, SCALING_UP, SCALING_DOWN, REMEDIATING, UPDATING,
+     DEGRADED}  # the OCM kinds' Degraded (ManifestWork, ManagedClusterAddOn): True is the issue
 )
 
 

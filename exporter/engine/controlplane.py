@@ -29,30 +29,36 @@ from collections.abc import Mapping, Sequence
 
 from exporter.engine import controlplane_health as health
 from exporter.engine import machine_rollup as rollup
-from exporter.engine.conditions import Member, aggregate, paused_condition, plain
+from exporter.engine.conditions import Participant, aggregate, paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, KubeadmControlPlane, Machine, Status
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    DELETING,
+    DELETION_COMPLETED,
+    INITIALIZED,
+    LAST_REMEDIATION_MACHINE_PRESENT,
+    MACHINES_READY,
+    MACHINES_UP_TO_DATE,
+    NO_REPLICAS,
+    NOT_DELETING,
+    NOT_INITIALIZED,
+    NOT_SCALING_DOWN,
+    NOT_SCALING_UP,
+    NOT_UP_TO_DATE,
+    READY,
+    SCALING_DOWN,
+    SCALING_UP,
+    UP_TO_DATE,
+    WAITING_FOR_MACHINE_DELETION,
+    WAITING_FOR_REPLICAS_SET,
+    WAITING_FOR_WORKERS_DELETION,
+)
 
 KIND = "KubeadmControlPlane"
 
-INITIALIZED = "Initialized"
-NOT_INITIALIZED = "NotInitialized"
-SCALING_UP = "ScalingUp"
-NOT_SCALING_UP = "NotScalingUp"
-SCALING_DOWN = "ScalingDown"
-NOT_SCALING_DOWN = "NotScalingDown"
-WAITING_FOR_REPLICAS_SET = "WaitingForReplicasSet"
 WAITING_FOR_REPLICAS_MESSAGE = "Waiting for spec.replicas set"
-MACHINES_READY = "MachinesReady"
-MACHINES_UP_TO_DATE = "MachinesUpToDate"
-DELETING = "Deleting"
-NOT_DELETING = "NotDeleting"
-WAITING_FOR_WORKERS_DELETION = "WaitingForWorkersDeletion"
-WAITING_FOR_MACHINE_DELETION = "WaitingForMachineDeletion"
-DELETION_COMPLETED = "DeletionCompleted"
-NOT_UP_TO_DATE = "NotUpToDate"
 # Result.counters key: whether status.lastRemediation.machine still exists (1) or is gone (0)
-LAST_REMEDIATION_MACHINE_PRESENT = "lastRemediation.machinePresent"
 
 
 def compute_kubeadmcontrolplane(kcp: KubeadmControlPlane, view: GroupView, now: float) -> Computed:
@@ -65,7 +71,7 @@ def compute_kubeadmcontrolplane(kcp: KubeadmControlPlane, view: GroupView, now: 
         initialized(kcp),
         components,
         *([etcd] if etcd is not None else []),
-        rollup.machines_condition(MACHINES_READY, view, machines, rollup.READY, rollup.READY_REASONS),
+        rollup.machines_condition(MACHINES_READY, view, machines, READY, rollup.READY_REASONS),
         machines_up_to_date(kcp, view, machines, now),
         rollup.rolling_out(up_to_date),
         scaling_up(kcp, view, machines, components, etcd),
@@ -86,8 +92,8 @@ def counters(
     out: dict[str, int | None] = {
         "desiredReplicas": kcp.replicas,
         "replicas": len(machines),
-        "readyReplicas": rollup.count_true(view, machines, rollup.READY),
-        "availableReplicas": rollup.count_true(view, machines, rollup.AVAILABLE),
+        "readyReplicas": rollup.count_true(view, machines, READY),
+        "availableReplicas": rollup.count_true(view, machines, AVAILABLE),
         "upToDateReplicas": sum(1 for c in up_to_date if c is not None and c.status is Status.TRUE),
     }
     if kcp.last_remediation_machine:
@@ -108,12 +114,12 @@ def last_remediation_machine_present(kcp: KubeadmControlPlane, machines: Sequenc
 def machine_up_to_date(kcp: KubeadmControlPlane, view: GroupView, machine: Machine) -> Condition | None:
     """The Machine's UpToDate as the controller reads it (reported on a Machine with v1beta2
     conditions); for Machines that predate them, the engine's, else a version-only judgement."""
-    own = view.as_reported(machine.key, rollup.UP_TO_DATE)
+    own = view.as_reported(machine.key, UP_TO_DATE)
     if own is not None or machine.has_v1beta2_conditions or not kcp.version or not machine.version:
         return own
     if machine.version == kcp.version:
-        return plain(rollup.UP_TO_DATE, Status.TRUE, rollup.UP_TO_DATE)
-    return Condition(rollup.UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE,
+        return plain(UP_TO_DATE, Status.TRUE, UP_TO_DATE)
+    return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE,
                      f"* Version {machine.version}, {kcp.version} required")
 
 
@@ -128,10 +134,10 @@ def machines_up_to_date(
 ) -> Condition:
     candidates = rollup.up_to_date_candidates(view, machines, now)
     if not candidates:
-        return plain(MACHINES_UP_TO_DATE, Status.TRUE, rollup.NO_REPLICAS)
-    members = [Member("Machine", m.meta.name, machine_up_to_date(kcp, view, m), control_plane=True)
+        return plain(MACHINES_UP_TO_DATE, Status.TRUE, NO_REPLICAS)
+    participants = [Participant("Machine", m.meta.name, machine_up_to_date(kcp, view, m), control_plane=True)
                for m in candidates]
-    return aggregate(MACHINES_UP_TO_DATE, members, source_type=rollup.UP_TO_DATE,
+    return aggregate(MACHINES_UP_TO_DATE, participants, source_type=UP_TO_DATE,
                      reasons=rollup.UP_TO_DATE_REASONS)
 
 

@@ -28,26 +28,29 @@ from exporter.engine.conditions import find, plain
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.machine_rollup import list_names
 from exporter.engine.model import Base, Condition, KubeadmControlPlane, Machine, Status
-
-CONTROL_PLANE_COMPONENTS_HEALTHY = "ControlPlaneComponentsHealthy"
-ETCD_CLUSTER_HEALTHY = "EtcdClusterHealthy"
-AVAILABLE = "Available"
-INITIALIZED = "Initialized"
-CERTIFICATES_AVAILABLE = "CertificatesAvailable"
-
-APISERVER_POD_HEALTHY = "APIServerPodHealthy"
-CONTROLLER_MANAGER_POD_HEALTHY = "ControllerManagerPodHealthy"
-SCHEDULER_POD_HEALTHY = "SchedulerPodHealthy"
-ETCD_POD_HEALTHY = "EtcdPodHealthy"
-ETCD_MEMBER_HEALTHY = "EtcdMemberHealthy"
-
-HEALTHY = "Healthy"
-NOT_HEALTHY = "NotHealthy"
-HEALTH_UNKNOWN = "HealthUnknown"
-INSPECTION_FAILED = "InspectionFailed"
-CONNECTION_DOWN = "ConnectionDown"
-AVAILABLE_REASON = "Available"
-NOT_AVAILABLE = "NotAvailable"
+from exporter.engine.vocabulary import (
+    API_SERVER_POD_HEALTHY as APISERVER_POD_HEALTHY,
+)
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    CERTIFICATES_AVAILABLE,
+    CONNECTION_DOWN,
+    CONTROL_PLANE_COMPONENTS_HEALTHY,
+    CONTROLLER_MANAGER_POD_HEALTHY,
+    ETCD_CLUSTER_HEALTHY,
+    ETCD_MEMBER_HEALTHY,
+    ETCD_POD_HEALTHY,
+    HEALTH_UNKNOWN,
+    HEALTHY,
+    INITIALIZED,
+    INSPECTION_FAILED,
+    NOT_AVAILABLE,
+    NOT_HEALTHY,
+    SCHEDULER_POD_HEALTHY,
+)
+from exporter.engine.vocabulary import (
+    AVAILABLE as AVAILABLE_REASON,
+)
 
 WAITING_FOR_INITIALIZATION = "Waiting for Cluster control plane to be initialized"
 ALL_COMPONENTS = "Control plane components"

@@ -161,7 +161,8 @@ class GroupView:
         if found is None:
             obj = self._objects.get(key)
             usable = obj is not None and obj.has_v1beta2_conditions
-            found = {c.type: c for c in obj.conditions} if obj is not None and usable else {}
+            # reversed: the first condition of a type wins, as upstream's conditions.Get reads a list
+            found = {c.type: c for c in reversed(obj.conditions)} if obj is not None and usable else {}
             self._reported[key] = found
         return found
 

@@ -35,18 +35,6 @@ GroupKey = tuple[str, ...]  # of variable length so that it stays one object (se
 
 _K = TypeVar("_K")
 
-CAPI_KINDS = frozenset(
-    {
-        "Cluster",
-        "Machine",
-        "MachineSet",
-        "MachineDeployment",
-        "KubeadmControlPlane",
-        "MachinePool",
-        "MachineHealthCheck",
-    }
-)
-
 # Kinds evaluated each on its own, that no other object's evaluation reads (provider objects
 # other than InfraMachinePools, which their MachinePool reads: those join their Cluster's group).
 _ON_THEIR_OWN: tuple[type[Base], ...] = (
@@ -88,8 +76,7 @@ class _KeptTracked(dict[ObjectKey, GroupKey]):
     by the next insertion of a key not yet examined, into the young generation: there every
     collection up to the next full one traverses all its entries (~34,000 at fleet size). The
     exporter freezes the loaded fleet for the collector; a dict that stays tracked is frozen
-    with it and never traversed again. In one process under churn at fleet size this took the
-    collector's time from ~1.5 s to ~1.0 s per 10,000 changes.
+    with it and never traversed again (docs/performance.md).
     """
 
     __slots__ = ()
@@ -101,7 +88,7 @@ class FleetIndex:
     def __init__(self) -> None:
         self._objects: dict[ObjectKey, Base] = {}
         self._by_kind: dict[str, dict[ObjectKey, Base]] = defaultdict(dict)
-        self._members: dict[GroupKey, set[ObjectKey]] = defaultdict(set)
+        self._group_objects: dict[GroupKey, set[ObjectKey]] = defaultdict(set)
         self._group_of: dict[ObjectKey, GroupKey] = _KeptTracked()
         # ManifestWorks by namespace (= managed cluster name), decisions by (namespace, placement).
         self._works_in: dict[str, set[ObjectKey]] = defaultdict(set)
@@ -125,7 +112,7 @@ class FleetIndex:
         key = group_key(obj)
         self._objects[obj.key] = obj
         self._by_kind[obj.meta.kind][obj.key] = obj
-        self._members[key].add(obj.key)
+        self._group_objects[key].add(obj.key)
         self._group_of[obj.key] = key
         if isinstance(obj, ManifestWork):
             self._works_in[obj.meta.namespace].add(obj.key)
@@ -138,7 +125,7 @@ class FleetIndex:
     def swap(self, obj: Base) -> GroupKey | None:
         """Replace a stored object by a newer version in place; its group and indexes stay as they are.
 
-        For updates that cannot move the object (see ``rule_inputs``): the group's member order is
+        For updates that cannot move the object (see ``rule_inputs``): the group's object order is
         kept too, where ``put`` would remove and add. Returns the object's group, or None (nothing
         stored) when there was nothing to replace or the update would move it: ``put`` then.
         """
@@ -152,16 +139,13 @@ class FleetIndex:
         self._by_kind[obj.meta.kind][obj.key] = obj
         return group
 
-    def group_of(self, key: ObjectKey) -> GroupKey | None:
-        return self._group_of.get(key)
-
     def remove(self, key: ObjectKey) -> set[GroupKey]:
         obj = self._objects.pop(key, None)
         if obj is None:
             return set()
         del self._by_kind[obj.meta.kind][key]
         gk = self._group_of.pop(key)
-        _discard(self._members, gk, key)
+        _discard(self._group_objects, gk, key)
         if isinstance(obj, ManifestWork):
             _discard(self._works_in, obj.meta.namespace, key)
         elif isinstance(obj, PlacementDecision):
@@ -169,7 +153,7 @@ class FleetIndex:
         return {gk} | self._dependents(obj)
 
     def group_keys(self) -> list[GroupKey]:
-        return [k for k in self._members if k[0] != "none"]
+        return [k for k in self._group_objects if k[0] != "none"]
 
     def _dependents(self, obj: Base) -> set[GroupKey]:
         ns, name = obj.meta.namespace, obj.meta.name
@@ -197,14 +181,14 @@ class FleetIndex:
 
     def build(self, key: GroupKey) -> Group | None:
         """The group's current contents, or None when it no longer exists."""
-        members = [self._objects[k] for k in self._members.get(key, ())]
-        if not members:
+        objects = [self._objects[k] for k in self._group_objects.get(key, ())]
+        if not objects:
             return None
         if key[0] == "capi":
-            return CapiGroup(objects=tuple(members), cluster_classes=self._cluster_classes())
+            return CapiGroup(objects=tuple(objects), cluster_classes=self._cluster_classes())
         if key[0] == "mwrs":
-            return self._mwrs_group(key, members)
-        return SingleGroup(members[0])
+            return self._mwrs_group(key, objects)
+        return SingleGroup(objects[0])
 
     def _cluster_classes(self) -> dict[tuple[str, str], ClusterClass]:
         return {
@@ -213,9 +197,9 @@ class FleetIndex:
             if isinstance(o, ClusterClass)
         }
 
-    def _mwrs_group(self, key: GroupKey, members: list[Base]) -> MwrsGroup:
-        mwrs = next((o for o in members if isinstance(o, ManifestWorkReplicaSet)), None)
-        works = tuple(o for o in members if isinstance(o, ManifestWork))
+    def _mwrs_group(self, key: GroupKey, objects: list[Base]) -> MwrsGroup:
+        mwrs = next((o for o in objects if isinstance(o, ManifestWorkReplicaSet)), None)
+        works = tuple(o for o in objects if isinstance(o, ManifestWork))
         ns = key[1]
         refs = [r.name for r in mwrs.placement_refs] if mwrs is not None else []
         placements = {
@@ -243,11 +227,11 @@ class FleetIndex:
         )
 
 
-def _discard(index: dict[_K, set[ObjectKey]], key: _K, member: ObjectKey) -> None:
-    members = index.get(key)
-    if members is not None:
-        members.discard(member)
-        if not members:
+def _discard(index: dict[_K, set[ObjectKey]], key: _K, obj_key: ObjectKey) -> None:
+    objects = index.get(key)
+    if objects is not None:
+        objects.discard(obj_key)
+        if not objects:
             del index[key]
 
 

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import Final
 
 from exporter.engine.conditions import (
-    NOT_YET_REPORTED,
     Priority,
     Reasons,
     find,
@@ -25,34 +24,46 @@ from exporter.engine.conditions import (
 )
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.machine_inputs import (
-    BOOTSTRAP_CONFIG_READY,
     CONTROL_PLANE_COMPONENTS,
-    DELETING,
-    HEALTH_CHECK_SUCCEEDED,
-    INFRASTRUCTURE_READY,
-    NODE_HEALTHY,
-    READY,
-    UPDATING,
     deleting,
     inputs,
     reported,
     updating,
 )
 from exporter.engine.model import Condition, Machine, Status
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    BOOTSTRAP_CONFIG_READY,
+    DELETING,
+    DRAINING_NODE,
+    HEALTH_CHECK_SUCCEEDED,
+    INFRASTRUCTURE_READY,
+    NODE_DELETED,
+    NODE_DOES_NOT_EXIST,
+    NODE_HEALTHY,
+    NOT_READY,
+    NOT_YET_REPORTED,
+    OBJECT_DELETED,
+    OBJECT_DOES_NOT_EXIST,
+    PENDING,
+    PROVISIONED,
+    PROVISIONING,
+    READY,
+    READY_UNKNOWN,
+    RUNNING,
+    UPDATING,
+    WAITING_FOR_MIN_READY_SECONDS,
+)
+from exporter.engine.vocabulary import (
+    AVAILABLE as AVAILABLE_REASON,
+)
 
-AVAILABLE: Final = "Available"
-PAUSED: Final = "Paused"
-
-READY_REASONS: Final = Reasons("NotReady", "ReadyUnknown", "Ready")
-NOT_READY: Final = "NotReady"
-AVAILABLE_REASON: Final = "Available"
-WAITING_FOR_MIN_READY_SECONDS: Final = "WaitingForMinReadySeconds"
+READY_REASONS: Final = Reasons(NOT_READY, READY_UNKNOWN, READY)
 
 STALE_DELETION_SECONDS: Final = 15 * 60.0
 DRAIN_DELAY_SECONDS: Final = 5 * 60.0
-DRAINING_NODE: Final = "DrainingNode"
 # While a Machine is going away its provider objects and Node go too: that is progress, not an issue.
-_GONE_REASONS: Final = frozenset({"ObjectDeleted", "ObjectDoesNotExist", "NodeDeleted", "NodeDoesNotExist"})
+_GONE_REASONS: Final = frozenset({OBJECT_DELETED, OBJECT_DOES_NOT_EXIST, NODE_DELETED, NODE_DOES_NOT_EXIST})
 _GONE_TYPES: Final = frozenset({BOOTSTRAP_CONFIG_READY, INFRASTRUCTURE_READY, NODE_HEALTHY})
 # Substrings of a draining Machine's Deleting message and the delay each one explains.
 DRAIN_DELAYS: Final = (
@@ -62,9 +73,8 @@ DRAIN_DELAYS: Final = (
     ("waiting for completion", "Pods not completed yet"),
 )
 
-# Phases (status.phase) as the Machine controller sets them.
-PENDING, PROVISIONING, PROVISIONED, RUNNING, PHASE_UPDATING, PHASE_DELETING = (
-    "Pending", "Provisioning", "Provisioned", "Running", "Updating", "Deleting")
+# Phases (status.phase) as the Machine controller sets them: PENDING, PROVISIONING, PROVISIONED,
+# RUNNING, UPDATING and DELETING.
 
 
 def compute_machine(obj: Machine, view: GroupView, now: float) -> Computed:
@@ -225,7 +235,7 @@ def derived_phase(m: Machine, updating_c: Condition) -> str:
     if m.node_name and m.infrastructure_provisioned:
         phase = RUNNING
     if updating_c.status is Status.TRUE:
-        phase = PHASE_UPDATING
+        phase = UPDATING
     if m.meta.deleting:
-        phase = PHASE_DELETING
+        phase = DELETING
     return phase

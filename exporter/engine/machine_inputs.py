@@ -23,48 +23,57 @@ from typing import Final
 from exporter.engine.conditions import find, mirror, not_yet_reported, plain
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Condition, Machine, Ref, Status
+from exporter.engine.vocabulary import (
+    API_SERVER_POD_HEALTHY,
+    BOOTSTRAP_CONFIG_READY,
+    BOOTSTRAP_READY,
+    CONTROLLER_MANAGER_POD_HEALTHY,
+    DATA_SECRET_PROVIDED,
+    DELETING,
+    ETCD_MEMBER_HEALTHY,
+    ETCD_POD_HEALTHY,
+    HEALTH_CHECK_SUCCEEDED,
+    HEALTHY,
+    IN_PLACE_UPDATING,
+    INFRASTRUCTURE_READY,
+    MACHINE_DELETION_STAGES,
+    NODE_HEALTHY,
+    NODE_READY,
+    NOT_DELETING,
+    NOT_READY,
+    NOT_UP_TO_DATE,
+    NOT_UPDATING,
+    OWNER_REMEDIATED,
+    READY,
+    RUNNING,
+    SCHEDULER_POD_HEALTHY,
+    UP_TO_DATE,
+    UPDATING,
+)
+from exporter.engine.vocabulary import (
+    DELETING as DELETING_REASON,
+)
+from exporter.engine.vocabulary import (
+    UPDATING as UPDATING_REASON,
+)
 
-READY: Final = "Ready"
-DELETING: Final = "Deleting"
-UPDATING: Final = "Updating"
-UP_TO_DATE: Final = "UpToDate"
-BOOTSTRAP_CONFIG_READY: Final = "BootstrapConfigReady"
-INFRASTRUCTURE_READY: Final = "InfrastructureReady"
-NODE_READY: Final = "NodeReady"
-NODE_HEALTHY: Final = "NodeHealthy"
-HEALTH_CHECK_SUCCEEDED: Final = "HealthCheckSucceeded"
-OWNER_REMEDIATED: Final = "OwnerRemediated"
-POD_CONDITIONS: Final = ("APIServerPodHealthy", "ControllerManagerPodHealthy", "SchedulerPodHealthy")
-ETCD_CONDITIONS: Final = ("EtcdPodHealthy", "EtcdMemberHealthy")
+POD_CONDITIONS: Final = (API_SERVER_POD_HEALTHY, CONTROLLER_MANAGER_POD_HEALTHY, SCHEDULER_POD_HEALTHY)
+ETCD_CONDITIONS: Final = (ETCD_POD_HEALTHY, ETCD_MEMBER_HEALTHY)
 # Readiness gates on these collapse into "Control plane components" in Ready's message.
-CONTROL_PLANE_COMPONENTS: Final = ("APIServer", "ControllerManager", "Scheduler", "EtcdPodHealthy")
+CONTROL_PLANE_COMPONENTS: Final = ("APIServer", "ControllerManager", "Scheduler", ETCD_POD_HEALTHY)
 
-DATA_SECRET_PROVIDED: Final = "DataSecretProvided"
-READY_REASON, NOT_READY = "Ready", "NotReady"
-NOT_DELETING: Final = "NotDeleting"
-DELETING_REASON: Final = "Deleting"
-NOT_UPDATING: Final = "NotUpdating"
-IN_PLACE_UPDATING: Final = "InPlaceUpdating"
-UPDATING_REASON: Final = "Updating"  # UpToDate False while the Machine catches up in place
-UP_TO_DATE_REASON, NOT_UP_TO_DATE = "UpToDate", "NotUpToDate"
+# UPDATING as a reason: UpToDate False while the Machine catches up in place.
 
 # v1beta2 type → (v1beta1 type, reason of a True v1beta2 condition).
 _V1BETA1: Final = {
-    BOOTSTRAP_CONFIG_READY: ("BootstrapReady", READY_REASON),
-    INFRASTRUCTURE_READY: ("InfrastructureReady", READY_REASON),
-    NODE_HEALTHY: (NODE_HEALTHY, "NodeHealthy"),
-    HEALTH_CHECK_SUCCEEDED: (HEALTH_CHECK_SUCCEEDED, "HealthCheckSucceeded"),
+    BOOTSTRAP_CONFIG_READY: (BOOTSTRAP_READY, READY),
+    INFRASTRUCTURE_READY: (INFRASTRUCTURE_READY, READY),
+    NODE_HEALTHY: (NODE_HEALTHY, NODE_HEALTHY),
+    HEALTH_CHECK_SUCCEEDED: (HEALTH_CHECK_SUCCEEDED, HEALTH_CHECK_SUCCEEDED),
     OWNER_REMEDIATED: (OWNER_REMEDIATED, ""),
-    **{t: (t, "Running") for t in (*POD_CONDITIONS, "EtcdPodHealthy")},
-    "EtcdMemberHealthy": ("EtcdMemberHealthy", "Healthy"),
+    **{t: (t, RUNNING) for t in (*POD_CONDITIONS, ETCD_POD_HEALTHY)},
+    ETCD_MEMBER_HEALTHY: (ETCD_MEMBER_HEALTHY, HEALTHY),
 }
-# v1beta1 deletion progress conditions (False while waiting) → the v1beta2 Deleting stage reason.
-DELETION_STAGES: Final = (
-    ("PreDrainDeleteHookSucceeded", "WaitingForPreDrainHook"),
-    ("DrainingSucceeded", "DrainingNode"),
-    ("VolumeDetachSucceeded", "WaitingForVolumeDetach"),
-    ("PreTerminateDeleteHookSucceeded", "WaitingForPreTerminateHook"),
-)
 
 
 def reported(m: Machine, type_: str) -> Condition | None:
@@ -128,7 +137,7 @@ def _from_flag(type_: str, flag: bool | None, ref: Ref | None, false_message: st
     if flag is None:
         return not_yet_reported(type_)
     if flag:
-        return plain(type_, Status.TRUE, READY_REASON)
+        return plain(type_, Status.TRUE, READY)
     kind = ref.kind if ref is not None else "Object"
     return Condition(type_, Status.FALSE, NOT_READY, f"{kind} {false_message}")
 
@@ -140,7 +149,7 @@ def node_ready(m: Machine) -> Condition:
     if not m.has_v1beta2_conditions:
         healthy = reported(m, NODE_HEALTHY)
         if healthy is not None and healthy.status is Status.TRUE:
-            return Condition(NODE_READY, Status.TRUE, "NodeReady", "", healthy.last_transition_time)
+            return Condition(NODE_READY, Status.TRUE, NODE_READY, "", healthy.last_transition_time)
     return not_yet_reported(NODE_READY)
 
 
@@ -176,7 +185,7 @@ def deleting(m: Machine) -> Condition:
     if own is not None and own.status is Status.TRUE:
         return Condition(DELETING, Status.TRUE, own.reason or DELETING_REASON, own.message,
                          own.last_transition_time)
-    for source_type, stage in DELETION_STAGES:
+    for source_type, stage in MACHINE_DELETION_STAGES:
         old = find(m.v1beta1_conditions, source_type)
         if old is not None and old.status is Status.FALSE:
             return Condition(DELETING, Status.TRUE, stage, old.message)
@@ -215,7 +224,7 @@ def worker_up_to_date(m: Machine, view: GroupView, now: float) -> Condition | No
         return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE, "\n".join(diffs))
     # The Machine controller reads the Updating condition it has just set.
     return _updating_up_to_date(m, updating(m).status is Status.TRUE) or plain(UP_TO_DATE, Status.TRUE,
-                                                                             UP_TO_DATE_REASON)
+                                                                             UP_TO_DATE)
 
 
 def control_plane_up_to_date(m: Machine, view: GroupView) -> Condition | None:
@@ -231,4 +240,4 @@ def control_plane_up_to_date(m: Machine, view: GroupView) -> Condition | None:
         return Condition(UP_TO_DATE, Status.FALSE, NOT_UP_TO_DATE, message)
     # The KubeadmControlPlane reads the annotations, not the Machine's Updating condition.
     return _updating_up_to_date(m, m.update_in_progress) or plain(UP_TO_DATE, Status.TRUE,
-                                                                  UP_TO_DATE_REASON)
+                                                                  UP_TO_DATE)

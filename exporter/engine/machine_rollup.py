@@ -13,30 +13,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from exporter.engine.conditions import Member, Reasons, aggregate, names_message, plain
+from exporter.engine.conditions import Participant, Reasons, aggregate, names_message, plain, shown_names
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.model import Condition, Machine, Status
+from exporter.engine.vocabulary import (
+    DELETING,
+    DRAINING_NODE,
+    HEALTH_CHECK_SUCCEEDED,
+    NO_REPLICAS,
+    NOT_READY,
+    NOT_REMEDIATING,
+    NOT_ROLLING_OUT,
+    NOT_UP_TO_DATE,
+    OWNER_REMEDIATED,
+    READY,
+    READY_UNKNOWN,
+    REMEDIATING,
+    ROLLING_OUT,
+    UP_TO_DATE,
+    UP_TO_DATE_UNKNOWN,
+)
 
-READY = "Ready"
-AVAILABLE = "Available"
-UP_TO_DATE = "UpToDate"
-HEALTH_CHECK_SUCCEEDED = "HealthCheckSucceeded"
-OWNER_REMEDIATED = "OwnerRemediated"
-DELETING = "Deleting"
-
-NO_REPLICAS = "NoReplicas"
-READY_REASONS = Reasons("NotReady", "ReadyUnknown", "Ready")
-UP_TO_DATE_REASONS = Reasons("NotUpToDate", "UpToDateUnknown", "UpToDate")
-REMEDIATING = "Remediating"
-NOT_REMEDIATING = "NotRemediating"
-ROLLING_OUT = "RollingOut"
-NOT_ROLLING_OUT = "NotRollingOut"
+READY_REASONS = Reasons(NOT_READY, READY_UNKNOWN, READY)
+UP_TO_DATE_REASONS = Reasons(NOT_UP_TO_DATE, UP_TO_DATE_UNKNOWN, UP_TO_DATE)
 
 UP_TO_DATE_GRACE_SECONDS = 10.0  # a new Machine gets its UpToDate condition within seconds
 STALE_DELETION_SECONDS = 15 * 60.0
 DRAIN_DELAY_SECONDS = 5 * 60.0
-DRAINING_NODE = "DrainingNode"
-MAX_NAMES = 3
 
 # Substrings of a draining Machine's Deleting message and the delay they explain, in message order.
 _DRAIN_DELAYS: tuple[tuple[str, str], ...] = (
@@ -63,10 +66,10 @@ def count_true(view: GroupView, machines: Iterable[Machine], type_: str) -> int:
 Lookup = Callable[[Machine], Condition | None]
 
 
-def members(view: GroupView, machines: Iterable[Machine], type_: str, lookup: Lookup | None = None
-            ) -> list[Member]:
+def participants(view: GroupView, machines: Iterable[Machine], type_: str, lookup: Lookup | None = None
+            ) -> list[Participant]:
     return [
-        Member("Machine", m.meta.name, lookup(m) if lookup else view.as_reported(m.key, type_),
+        Participant("Machine", m.meta.name, lookup(m) if lookup else view.as_reported(m.key, type_),
                control_plane=m.control_plane)
         for m in machines
     ]
@@ -86,7 +89,7 @@ def machines_condition(
     """
     if not machines:
         return plain(target_type, Status.TRUE, NO_REPLICAS)
-    return aggregate(target_type, members(view, machines, source_type, lookup), source_type=source_type,
+    return aggregate(target_type, participants(view, machines, source_type, lookup), source_type=source_type,
                      reasons=reasons)
 
 
@@ -115,7 +118,7 @@ def remediating(view: GroupView, machines: Sequence[Machine], owner: str) -> Con
     to_remediate = [m for m in unhealthy if _is_false(view, m, OWNER_REMEDIATED)]
     if not to_remediate:
         return Condition(REMEDIATING, Status.FALSE, NOT_REMEDIATING, unhealthy_message(unhealthy, owner))
-    merged = aggregate(REMEDIATING, members(view, to_remediate, OWNER_REMEDIATED),
+    merged = aggregate(REMEDIATING, participants(view, to_remediate, OWNER_REMEDIATED),
                        source_type=OWNER_REMEDIATED, reasons=Reasons(REMEDIATING, REMEDIATING, REMEDIATING))
     return Condition(REMEDIATING, Status.TRUE, REMEDIATING, merged.message)
 
@@ -167,8 +170,4 @@ def stale_deletion_message(view: GroupView, machines: Iterable[Machine], now: fl
 
 def list_names(names: Iterable[str], limit: int = 5) -> str:
     """Sorted, comma separated, at most ``limit`` names then ``... (N more)`` (upstream lists five)."""
-    ordered = sorted(names)
-    shown = ", ".join(ordered[:limit])
-    if len(ordered) > limit:
-        shown += f", ... ({len(ordered) - limit} more)"
-    return shown
+    return shown_names(sorted(names), limit)

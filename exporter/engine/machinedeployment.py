@@ -17,15 +17,24 @@ from exporter.engine.conditions import paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, MachineDeployment, MachineSet, Status
 from exporter.engine.rollout_math import DEFAULT_MAX_UNAVAILABLE, ROLLING_UPDATE, display, max_unavailable
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    NOT_AVAILABLE,
+    RUNNING,
+    SCALING_DOWN,
+    SCALING_UP,
+    UP_TO_DATE,
+    WAITING_FOR_AVAILABLE_REPLICAS_SET,
+    WAITING_FOR_REPLICAS_SET,
+)
+from exporter.engine.vocabulary import (
+    AVAILABLE as AVAILABLE_REASON,
+)
 
-AVAILABLE: Final = "Available"
-AVAILABLE_REASON: Final = "Available"
-NOT_AVAILABLE: Final = "NotAvailable"
-WAITING_FOR_AVAILABLE_REPLICAS_SET: Final = "WaitingForAvailableReplicasSet"
 OWNER: Final = "MachineDeployment/MachineSet"
 
 PHASE_UNKNOWN, PHASE_RUNNING, PHASE_SCALING_UP, PHASE_SCALING_DOWN = (
-    "Unknown", "Running", "ScalingUp", "ScalingDown")
+    "Unknown", RUNNING, SCALING_UP, SCALING_DOWN)
 
 _COUNTERS: Final = ("replicas", "readyReplicas", "availableReplicas", "upToDateReplicas")
 
@@ -40,7 +49,7 @@ def compute_machinedeployment(obj: MachineDeployment, view: GroupView, now: floa
         available(obj, counts["availableReplicas"]),
         machineset.scaling_up(obj.replicas, current, obj.meta.deleting),
         machineset.scaling_down(obj.replicas, current, obj.meta.deleting, view, machines, now),
-        rollup.rolling_out([rollup.machine_condition(view, m, rollup.UP_TO_DATE) for m in machines]),
+        rollup.rolling_out([rollup.machine_condition(view, m, UP_TO_DATE) for m in machines]),
         machineset.machines_ready(view, machines),
         machineset.machines_up_to_date(view, machines, now),
         rollup.remediating(view, machines, OWNER),
@@ -72,7 +81,7 @@ def _reported(ms: MachineSet) -> Mapping[str, int | None]:
 def available(md: MachineDeployment, available_replicas: int | None) -> Condition:
     """At least spec.replicas - maxUnavailable replicas are available."""
     if md.replicas is None:
-        return Condition(AVAILABLE, Status.UNKNOWN, machineset.WAITING_FOR_REPLICAS_SET,
+        return Condition(AVAILABLE, Status.UNKNOWN, WAITING_FOR_REPLICAS_SET,
                          "Waiting for spec.replicas set")
     if available_replicas is None:
         return Condition(AVAILABLE, Status.UNKNOWN, WAITING_FOR_AVAILABLE_REPLICAS_SET,

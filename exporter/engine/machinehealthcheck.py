@@ -9,18 +9,18 @@ do not say. Owns no Machine health decision (the controller's HealthCheckSucceed
 
 from __future__ import annotations
 
-from typing import Final
-
 from exporter.engine.conditions import find, mirror, not_yet_reported, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, Finding, MachineHealthCheck, Status
 from exporter.engine.rollout_math import max_unhealthy, parse_range
-
-REMEDIATION_ALLOWED: Final = "RemediationAllowed"
-REMEDIATION_ALLOWED_REASON: Final = "RemediationAllowed"
-TOO_MANY_UNHEALTHY: Final = "TooManyUnhealthy"
-REMEDIATION_BLOCKED: Final = "RemediationBlocked"
-PAUSED: Final = "Paused"
+from exporter.engine.vocabulary import (
+    REMEDIATION_ALLOWED,
+    REMEDIATION_BLOCKED,
+    TOO_MANY_UNHEALTHY,
+)
+from exporter.engine.vocabulary import (
+    REMEDIATION_ALLOWED as REMEDIATION_ALLOWED_REASON,
+)
 
 
 def compute_machinehealthcheck(obj: MachineHealthCheck, view: GroupView, now: float) -> Computed:

@@ -34,31 +34,33 @@ from exporter.engine import machineset
 from exporter.engine.conditions import paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, InfraMachinePool, Machine, MachinePool, Status
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    DELETING,
+    DELETION_COMPLETED,
+    FAILED,
+    MACHINES_READY,
+    MACHINES_UP_TO_DATE,
+    NOT_AVAILABLE,
+    NOT_DELETING,
+    PENDING,
+    PROVISIONED,
+    PROVISIONING,
+    READY,
+    RUNNING,
+    SCALING,
+    SCALING_DOWN,
+    SCALING_UP,
+    UP_TO_DATE,
+    WAITING_FOR_AVAILABLE_REPLICAS_SET,
+    WAITING_FOR_INFRASTRUCTURE_DELETION,
+    WAITING_FOR_REPLICAS_SET,
+)
 
 KIND = "MachinePool"
 
-AVAILABLE = "Available"
-NOT_AVAILABLE = "NotAvailable"
-WAITING_FOR_REPLICAS_SET = "WaitingForReplicasSet"
 WAITING_FOR_REPLICAS_MESSAGE = "Waiting for spec.replicas set"
-WAITING_FOR_AVAILABLE_REPLICAS_SET = "WaitingForAvailableReplicasSet"
-SCALING_UP = "ScalingUp"
-NOT_SCALING_UP = "NotScalingUp"
-SCALING_DOWN = "ScalingDown"
-NOT_SCALING_DOWN = "NotScalingDown"
-MACHINES_READY = "MachinesReady"
-MACHINES_UP_TO_DATE = "MachinesUpToDate"
-DELETING = "Deleting"
-NOT_DELETING = "NotDeleting"
-WAITING_FOR_INFRASTRUCTURE_DELETION = "WaitingForInfrastructureDeletion"
-DELETION_COMPLETED = "DeletionCompleted"
 
-PENDING = "Pending"
-PROVISIONING = "Provisioning"
-PROVISIONED = "Provisioned"
-RUNNING = "Running"
-SCALING = "Scaling"
-FAILED = "Failed"
 
 
 def compute_machinepool(mp: MachinePool, view: GroupView, now: float) -> Computed:
@@ -95,9 +97,9 @@ def counters(mp: MachinePool, view: GroupView, machines: Sequence[Machine]) -> M
     return {
         "desiredReplicas": mp.replicas,
         "replicas": replicas if replicas is not None else len(machines),
-        "readyReplicas": rollup.count_true(view, machines, rollup.READY),
-        "availableReplicas": rollup.count_true(view, machines, rollup.AVAILABLE),
-        "upToDateReplicas": rollup.count_true(view, machines, rollup.UP_TO_DATE),
+        "readyReplicas": rollup.count_true(view, machines, READY),
+        "availableReplicas": rollup.count_true(view, machines, AVAILABLE),
+        "upToDateReplicas": rollup.count_true(view, machines, UP_TO_DATE),
     }
 
 
@@ -139,10 +141,10 @@ def _machine_conditions(view: GroupView, machines: Sequence[Machine], now: float
         return []
     candidates = rollup.up_to_date_candidates(view, machines, now)
     return [
-        rollup.machines_condition(MACHINES_READY, view, machines, rollup.READY, rollup.READY_REASONS),
-        rollup.machines_condition(MACHINES_UP_TO_DATE, view, candidates, rollup.UP_TO_DATE,
+        rollup.machines_condition(MACHINES_READY, view, machines, READY, rollup.READY_REASONS),
+        rollup.machines_condition(MACHINES_UP_TO_DATE, view, candidates, UP_TO_DATE,
                                   rollup.UP_TO_DATE_REASONS),
-        rollup.rolling_out([view.effective(m.key, rollup.UP_TO_DATE) for m in machines]),
+        rollup.rolling_out([view.effective(m.key, UP_TO_DATE) for m in machines]),
     ]
 
 

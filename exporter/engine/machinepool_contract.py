@@ -29,6 +29,14 @@ from __future__ import annotations
 
 from exporter.engine.conditions import find, plain
 from exporter.engine.model import Condition, Finding, InfraMachinePool, MachinePool, Status
+from exporter.engine.vocabulary import (
+    FAILED,
+    INFRASTRUCTURE_READY,
+    NOT_READY,
+    READY,
+    REPLICAS_READY,
+    TERMINAL_FAILURE,
+)
 
 INFRA_MACHINE_POOL_NOT_FOUND = "InfraMachinePoolNotFound"
 PROVIDER_ID_LIST_MISMATCH = "ProviderIDListMismatch"
@@ -39,12 +47,7 @@ REPLICAS_NOT_CONVERGING = "ReplicasNotConverging"
 PROVISIONING_GRACE_SECONDS = 600.0
 CONVERGENCE_GRACE_SECONDS = 1800.0
 
-INFRASTRUCTURE_READY = "InfrastructureReady"
-READY = "Ready"
-NOT_READY = "NotReady"
-TERMINAL_FAILURE = "TerminalFailure"
-REPLICAS_READY = "ReplicasReady"
-_FAILURE_SUFFIXES = ("Failed", "Failure")
+_FAILURE_SUFFIXES = (FAILED, "Failure")
 
 
 def findings(mp: MachinePool, infra: InfraMachinePool | None, now: float) -> tuple[Finding, ...]:

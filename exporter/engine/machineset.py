@@ -18,17 +18,24 @@ from exporter.engine import machine_rollup as rollup
 from exporter.engine.conditions import paused_condition, plain
 from exporter.engine.evaluate_types import Computed, GroupView
 from exporter.engine.model import Condition, Machine, MachineSet, Status
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    DELETING,
+    MACHINES_READY,
+    MACHINES_UP_TO_DATE,
+    NOT_DELETING,
+    NOT_SCALING_DOWN,
+    NOT_SCALING_UP,
+    READY,
+    SCALING_DOWN,
+    SCALING_UP,
+    UP_TO_DATE,
+    WAITING_FOR_REPLICAS_SET,
+)
+from exporter.engine.vocabulary import (
+    DELETING as DELETING_REASON,
+)
 
-SCALING_UP: Final = "ScalingUp"
-NOT_SCALING_UP: Final = "NotScalingUp"
-SCALING_DOWN: Final = "ScalingDown"
-NOT_SCALING_DOWN: Final = "NotScalingDown"
-WAITING_FOR_REPLICAS_SET: Final = "WaitingForReplicasSet"
-MACHINES_READY: Final = "MachinesReady"
-MACHINES_UP_TO_DATE: Final = "MachinesUpToDate"
-DELETING: Final = "Deleting"
-NOT_DELETING: Final = "NotDeleting"
-DELETING_REASON: Final = "Deleting"
 OWNER: Final = "MachineSet"
 
 
@@ -56,9 +63,9 @@ def counters(desired: int | None, view: GroupView, machines: Sequence[Machine]) 
     return {
         "desiredReplicas": desired,
         "replicas": len(machines),
-        "readyReplicas": rollup.count_true(view, settled, rollup.READY),
-        "availableReplicas": rollup.count_true(view, settled, rollup.AVAILABLE),
-        "upToDateReplicas": rollup.count_true(view, settled, rollup.UP_TO_DATE),
+        "readyReplicas": rollup.count_true(view, settled, READY),
+        "availableReplicas": rollup.count_true(view, settled, AVAILABLE),
+        "upToDateReplicas": rollup.count_true(view, settled, UP_TO_DATE),
     }
 
 
@@ -99,13 +106,13 @@ def scaling_down(spec_replicas: int | None, current: int, deleting_: bool, view:
 
 
 def machines_ready(view: GroupView, machines: Sequence[Machine]) -> Condition:
-    return rollup.machines_condition(MACHINES_READY, view, machines, rollup.READY, rollup.READY_REASONS)
+    return rollup.machines_condition(MACHINES_READY, view, machines, READY, rollup.READY_REASONS)
 
 
 def machines_up_to_date(view: GroupView, machines: Sequence[Machine], now: float) -> Condition:
     """Aggregate UpToDate, ignoring Machines too young to have been given the condition."""
     candidates = rollup.up_to_date_candidates(view, machines, now)
-    return rollup.machines_condition(MACHINES_UP_TO_DATE, view, candidates, rollup.UP_TO_DATE,
+    return rollup.machines_condition(MACHINES_UP_TO_DATE, view, candidates, UP_TO_DATE,
                                      rollup.UP_TO_DATE_REASONS)
 
 

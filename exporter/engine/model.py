@@ -131,7 +131,7 @@ ObjectKey = tuple[str, ...]
 """(kind, namespace, name): the identity of an object in the store and in results."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # __eq__ written out; unhashable (mappings)
 class Meta:
     """The metadata every projected object keeps."""
 
@@ -194,15 +194,16 @@ class Meta:
                 and self.exported_labels == other.exported_labels
                 and self.exported_annotations == other.exported_annotations)
 
-    def __hash__(self) -> int:
-        return hash((self.kind, self.api_version, self.namespace, self.name, self.uid,
-                     self.resource_version, self.generation, self.creation_timestamp,
-                     self.deletion_timestamp, self.labels, self.annotations, self.owner_refs,
-                     self.exported_labels, self.exported_annotations))
-
     @property
     def deleting(self) -> bool:
         return self.deletion_timestamp is not None
+
+    @property
+    def owner(self) -> tuple[str, str]:
+        """(kind, name) of the owner: the controller ownerReference, else the first one."""
+        refs = self.owner_refs
+        found = next((r for r in refs if r.controller), None) or (refs[0] if refs else None)
+        return (found.kind, found.name) if found is not None else ("", "")
 
     @property
     def api_version_short(self) -> str:
@@ -288,7 +289,7 @@ class ClusterClass(Base):
     availability_gates: tuple[Gate, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # __eq__ written out; unhashable (mappings)
 class Machine(Base):
     control_plane: bool = False  # label cluster.x-k8s.io/control-plane present
     control_plane_name: str = ""
@@ -342,17 +343,6 @@ class Machine(Base):
                 and self.failure_reason == other.failure_reason
                 and self.failure_message == other.failure_message
                 and self.update_in_progress == other.update_in_progress)
-
-    def __hash__(self) -> int:
-        return hash((self.meta, self.cluster_name, self.conditions, self.v1beta1_conditions, self.layout,
-                     self.observed_generation, self.paused_annotation, self.problems,
-                     self.control_plane, self.control_plane_name, self.deployment_name, self.set_name,
-                     self.pool_name, self.version, self.provider_id, self.failure_domain,
-                     self.min_ready_seconds, self.readiness_gates, self.bootstrap_ref,
-                     self.infrastructure_ref, self.infrastructure_provisioned,
-                     self.bootstrap_data_secret_created, self.node_name, self.node_info, self.addresses,
-                     self.phase, self.certificates_expiry, self.drain_start_time, self.failure_reason,
-                     self.failure_message, self.update_in_progress))
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,8 +423,6 @@ class InfraMachinePool(Base):
     ready: bool | None = None  # status.ready (v1beta1 contract)
     failure_reason: str = ""
     failure_message: str = ""
-    has_spec: bool = True
-    has_status: bool = True
 
     @property
     def role(self) -> str:
@@ -475,16 +463,23 @@ class BootstrapConfig(Base):
     def role(self) -> str:
         return "BootstrapConfig"
 
+    @property
+    def secret_created(self) -> bool | None:
+        """Whether the data secret exists, by either contract; None when the status says nothing."""
+        if self.data_secret_created is True or self.ready is True or self.data_secret_name:
+            return True
+        if self.data_secret_created is False or self.ready is False:
+            return False
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class MachineHealthCheck(Base):
-    node_startup_timeout_seconds: int | None = None
     unhealthy_less_than_or_equal_to: int | str | None = None
     unhealthy_in_range: str = ""
     expected_machines: int | None = None
     current_healthy: int | None = None
     remediations_allowed: int | None = None
-    targets: tuple[str, ...] = ()
 
 
 
@@ -554,12 +549,10 @@ class RolloutSummary:
 @dataclass(frozen=True, slots=True)
 class PlacementSummary:
     name: str
-    available_decision_groups: str = ""
     summary: RolloutSummary = RolloutSummary()
     # availableDecisionGroups is free text "<groups> (<applied> / <selected> clusters applied)";
-    # its three numbers, None when the text has another shape.
+    # two of its numbers, None when the text has another shape.
     decision_groups: int | None = None
-    applied_clusters: int | None = None
     selected_clusters: int | None = None
 
 
@@ -568,7 +561,6 @@ class PlacementRef:
     name: str
     rollout_type: str = "All"  # All | Progressive | ProgressivePerGroup
     progress_deadline: str = "None"
-    min_success_time: str = "0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -621,7 +613,6 @@ class Placement(Base):
 @dataclass(frozen=True, slots=True)
 class PlacementDecision(Base):
     placement_name: str = ""
-    cluster_names: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -629,7 +620,7 @@ class PlacementDecision(Base):
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # __eq__ written out; unhashable (mappings)
 class Result:
     """What the engine computed for one object.
 
@@ -675,10 +666,6 @@ class Result:
                 and self.cluster_name == other.cluster_name and self.phase == other.phase
                 and self.findings == other.findings and self.layout == other.layout)
 
-    def __hash__(self) -> int:
-        return hash((self.key, self.api_version, self.uid, self.cluster_name, self.reported,
-                     self.computed, self.counters, self.phase, self.findings, self.layout))
-
     @property
     def kind(self) -> str:
         return self.key[0]
@@ -691,15 +678,3 @@ class Result:
     def name(self) -> str:
         return self.key[2]
 
-    def computed_condition(self, type_: str) -> Condition | None:
-        return next((c for c in self.computed if c.type == type_), None)
-
-    def reported_condition(self, type_: str) -> Condition | None:
-        """The controller's own v1beta2 condition of this type (v1beta1 conditions never count)."""
-        if self.layout == "v1beta1":
-            return None
-        return next((c for c in self.reported if c.type == type_), None)
-
-    def effective(self, type_: str) -> Condition | None:
-        """The reported condition of this type, or the computed one when none is reported."""
-        return self.reported_condition(type_) or self.computed_condition(type_)

@@ -16,8 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Final
 
-from exporter.engine.conditions import NOT_YET_REPORTED, find
+from exporter.engine.conditions import (
+    find,
+    shown_names,
+)
 from exporter.engine.evaluate_types import Computed, MwrsView
 from exporter.engine.model import Condition, Finding, ManifestWorkReplicaSet, RolloutSummary, Status
 from exporter.engine.ocm_objects import (
@@ -28,34 +32,49 @@ from exporter.engine.ocm_objects import (
     count_rollout,
     owner_value,
 )
+from exporter.engine.vocabulary import (
+    ALL_CLUSTERS_AVAILABLE,
+    ALL_CLUSTERS_READY,
+    MANIFEST_WORK_APPLIED,
+    NO_CLUSTERS_SELECTED,
+    NOT_ALL_CLUSTERS_AVAILABLE,
+    NOT_YET_REPORTED,
+    PAUSED,
+    PLACEMENT_DECISION_EMPTY,
+    PLACEMENT_DECISION_NOT_FOUND,
+    PLACEMENT_NOT_FOUND,
+    PLACEMENT_NOT_VERIFIED,
+    PLACEMENT_ROLLED_OUT,
+    PLACEMENT_SUMMARY_MISSING,
+    PLACEMENT_VERIFIED,
+    PROGRESSING,
+    PROGRESSING_RULE_MISSING,
+    READY,
+    ROLLING_OUT_TO_CLUSTERS,
+    ROLLOUT_DEGRADED,
+    SELECTED_CLUSTERS_UNKNOWN,
+)
+from exporter.engine.vocabulary import (
+    FAILED as PHASE_FAILED,
+)
+from exporter.engine.vocabulary import (
+    INVALID_MANIFEST_WORK_NAME as INVALID_MANIFESTWORK_NAME,
+)
+from exporter.engine.vocabulary import (
+    PROGRESSING as PHASE_PROGRESSING,
+)
+from exporter.engine.vocabulary import (
+    READY as PHASE_READY,
+)
 
 __all__ = ["compute_managedcluster", "compute_manifestwork", "compute_mwrs", "compute_placement"]
 
-PROGRESSING = "Progressing"
-READY = "Ready"
 
 # Conditions the MWRS controller reports, and the reasons the rules read.
-PLACEMENT_VERIFIED = "PlacementVerified"
-PLACEMENT_ROLLED_OUT = "PlacementRolledOut"
-MANIFESTWORK_APPLIED = ("ManifestworkApplied", "ManifestWorkApplied")  # upstream writes a lower-case w
-PLACEMENT_DECISION_NOT_FOUND = "PlacementDecisionNotFound"
-PLACEMENT_DECISION_EMPTY = "PlacementDecisionEmpty"
-INVALID_MANIFESTWORK_NAME = "InvalidManifestWorkName"
+MANIFESTWORK_APPLIED = ("ManifestworkApplied", MANIFEST_WORK_APPLIED)  # upstream writes a lower-case w
 
 # Reasons of the seed's story.
-ROLLING_OUT_TO_CLUSTERS = "RollingOutToClusters"
-PAUSED = "Paused"
-ALL_CLUSTERS_READY = "AllClustersReady"
-NOT_ALL_CLUSTERS_AVAILABLE = "NotAllClustersAvailable"
-ALL_CLUSTERS_AVAILABLE = "AllClustersAvailable"
 # Reasons for the cases the seed leaves open (docs/mwrs-status.md).
-PLACEMENT_NOT_FOUND = "PlacementNotFound"
-PLACEMENT_NOT_VERIFIED = "PlacementNotVerified"
-PLACEMENT_SUMMARY_MISSING = "PlacementSummaryMissing"
-SELECTED_CLUSTERS_UNKNOWN = "SelectedClustersUnknown"
-NO_CLUSTERS_SELECTED = "NoClustersSelected"
-ROLLOUT_DEGRADED = "RolloutDegraded"
-PROGRESSING_RULE_MISSING = "ProgressingRuleMissing"
 
 # Finding codes (bounded: they become metric labels).
 FINDING_INVALID_MANIFESTWORK_NAME = INVALID_MANIFESTWORK_NAME
@@ -73,10 +92,7 @@ FINDING_CODES = (
     FINDING_CLUSTER_UNAVAILABLE,
 )
 
-PHASE_READY = "Ready"
-PHASE_PROGRESSING = "Progressing"
-PHASE_FAILED = "Failed"
-PHASE_UNKNOWN = "Unknown"
+PHASE_UNKNOWN: Final = Status.UNKNOWN.value
 PHASES = (PHASE_READY, PHASE_PROGRESSING, PHASE_FAILED, PHASE_UNKNOWN)
 
 # Every reason Progressing and Ready can carry: the allow-list for reason labels.
@@ -88,7 +104,6 @@ REASONS = (
 )
 
 MAX_LABEL_VALUE = 63  # a label value longer than this is rejected by the API server
-MAX_LISTED_NAMES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +133,7 @@ class Facts:
 
 def names(kind: str, items: Sequence[str]) -> str:
     """``placement a`` / ``placements a, b, c, ... (2 more)``."""
-    shown = ", ".join(items[:MAX_LISTED_NAMES])
-    if len(items) > MAX_LISTED_NAMES:
-        shown += f", ... ({len(items) - MAX_LISTED_NAMES} more)"
+    shown = shown_names(items)
     return f"{kind} {shown}" if len(items) == 1 else f"{kind}s {shown}"
 
 

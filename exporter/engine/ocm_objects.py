@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from exporter.engine.conditions import find
 from exporter.engine.evaluate_types import Computed, MwrsView
@@ -30,22 +31,37 @@ from exporter.engine.model import (
     Placement,
     Status,
 )
+from exporter.engine.vocabulary import (
+    APPLIED as WORK_APPLIED,
+)
+from exporter.engine.vocabulary import (
+    AVAILABLE as PHASE_AVAILABLE,
+)
+from exporter.engine.vocabulary import (
+    AVAILABLE as WORK_AVAILABLE,
+)
+from exporter.engine.vocabulary import (
+    DEGRADED as WORK_DEGRADED,
+)
+from exporter.engine.vocabulary import (
+    FAILED,
+    PROGRESSING,
+    SUCCEEDED,
+    TO_APPLY,
+)
+from exporter.engine.vocabulary import (
+    MANAGED_CLUSTER_CONDITION_AVAILABLE as CLUSTER_AVAILABLE,
+)
+from exporter.engine.vocabulary import (
+    PROGRESSING as WORK_PROGRESSING,
+)
+from exporter.engine.vocabulary import (
+    UNAVAILABLE as PHASE_UNAVAILABLE,
+)
 
-TO_APPLY = "ToApply"
-PROGRESSING = "Progressing"
-SUCCEEDED = "Succeeded"
-FAILED = "Failed"
 ROLLOUT_STATUSES = (TO_APPLY, PROGRESSING, SUCCEEDED, FAILED)
 
-WORK_APPLIED = "Applied"
-WORK_AVAILABLE = "Available"
-WORK_PROGRESSING = "Progressing"
-WORK_DEGRADED = "Degraded"
-CLUSTER_AVAILABLE = "ManagedClusterConditionAvailable"
 
-PHASE_AVAILABLE = "Available"
-PHASE_UNAVAILABLE = "Unavailable"
-PHASE_UNKNOWN = "Unknown"
 
 
 # ---- ManifestWork -------------------------------------------------------------------------------
@@ -184,6 +200,7 @@ def compute_manifestwork(obj: ManifestWork, view: MwrsView, now: float) -> Compu
 
 # ---- ManagedCluster and Placement ------------------------------------------------------------
 
+PHASE_UNKNOWN: Final = Status.UNKNOWN.value
 _PHASES = {Status.TRUE: PHASE_AVAILABLE, Status.FALSE: PHASE_UNAVAILABLE, Status.UNKNOWN: PHASE_UNKNOWN}
 
 

@@ -44,7 +44,7 @@ from exporter.engine.parse_fields import (
     shared_map,
     string_map,
 )
-from exporter.engine.rule_inputs import MACHINE_V1BETA1_READ
+from exporter.engine.vocabulary import MACHINE_V1BETA1_READ, PAUSED, READY
 
 CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
@@ -410,15 +410,13 @@ def infra_machine_pool(raw: Mapping[str, Any], meta: Meta, f: Fields) -> InfraMa
         replicas=f.int_(raw, "status.replicas"),
         provisioned=f.bool_(raw, "status.initialization.provisioned"),
         ready=f.bool_(raw, "status.ready"),
-        has_spec=isinstance(raw.get("spec"), Mapping),
-        has_status=isinstance(raw.get("status"), Mapping),
     )
 
 
 # The conditions kept of an InfraCluster, InfraMachine or BootstrapConfig: those their contracts
 # define. A provider's own types are summarised by its Ready; with one of each object per Machine,
 # keeping them would cost memory for what no rule and no metric reads.
-CONTRACT_CONDITIONS: Final = frozenset({"Ready", "Paused"})
+CONTRACT_CONDITIONS: Final = frozenset({READY, PAUSED})
 _NONE: Final[frozenset[str]] = frozenset()
 
 
@@ -449,22 +447,18 @@ def bootstrap_config(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Bootstrap
 def _machine_health_check(raw: Mapping[str, Any], meta: Meta, f: Fields) -> MachineHealthCheck:
     common = _common(raw, meta, f)
     if common["layout"] == "v1beta2":
-        startup = f.int_(raw, "spec.checks.nodeStartupTimeoutSeconds")
         max_unhealthy = f.int_or_percent(raw, "spec.remediation.triggerIf.unhealthyLessThanOrEqualTo")
         in_range = f.str_(raw, "spec.remediation.triggerIf.unhealthyInRange")
     else:
-        startup = f.duration_seconds(raw, "spec.nodeStartupTimeout")
         max_unhealthy = f.int_or_percent(raw, "spec.maxUnhealthy")
         in_range = f.str_(raw, "spec.unhealthyRange")
     return MachineHealthCheck(
         **common,
-        node_startup_timeout_seconds=startup,
         unhealthy_less_than_or_equal_to=max_unhealthy,
         unhealthy_in_range=in_range,
         expected_machines=f.int_(raw, "status.expectedMachines"),
         current_healthy=f.int_(raw, "status.currentHealthy"),
         remediations_allowed=f.int_(raw, "status.remediationsAllowed"),
-        targets=f.str_list(raw, "status.targets", MAX_LIST),
     )
 
 

@@ -254,7 +254,6 @@ class Fields:
     def as_int(self, value: object, path: str) -> int | None:
         if value is None or type(value) is int:
             return value
-            return None
         if isinstance(value, bool):
             self.problem(path, "integer", value)
             return None

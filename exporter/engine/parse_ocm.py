@@ -40,11 +40,14 @@ from exporter.engine.model import (
     RolloutSummary,
 )
 from exporter.engine.parse_fields import MAX_ID_LIST, Fields, bounded, parse_quantity, word
+from exporter.engine.vocabulary import (
+    APPLIED,
+    PROGRESSING,
+)
 
 OWNER_LABEL: Final = "work.open-cluster-management.io/manifestworkreplicaset"
 PLACEMENT_LABEL: Final = "work.open-cluster-management.io/placementname"
 DECISION_PLACEMENT_LABEL: Final = "cluster.open-cluster-management.io/placement"
-PROGRESSING: Final = "Progressing"
 # Cluster claim names: the first three are reserved by OCM (cluster/v1alpha1
 # ReservedClusterClaimNames), the region one is what the hubs of Red Hat ACM publish.
 CLAIM_ID: Final = "id.k8s.io"
@@ -112,8 +115,8 @@ def _summary(f: Fields, raw: Mapping[str, Any] | None, path: str) -> tuple[Rollo
     if raw is None:
         return RolloutSummary(), False
     values = {key: _count(f, raw, key, path) for key in _SUMMARY_INTS}
-    legacy = raw.get("applied") is None and raw.get("Applied") is not None
-    values["applied"] = _count(f, raw, "Applied" if legacy else "applied", path)
+    legacy = raw.get("applied") is None and raw.get(APPLIED) is not None
+    values["applied"] = _count(f, raw, APPLIED if legacy else "applied", path)
     return RolloutSummary(**values), legacy
 
 
@@ -143,22 +146,9 @@ def _placement_refs(f: Fields, raw: Mapping[str, Any]) -> tuple[PlacementRef, ..
                 name=name,
                 rollout_type=rollout_type,
                 progress_deadline=f.str_(block, "progressDeadline") or "None",
-                min_success_time=_duration_text(f, block, "minSuccessTime"),
             )
         )
     return tuple(refs)
-
-
-def _duration_text(f: Fields, block: Mapping[str, Any], key: str) -> str:
-    # metav1.Duration serialises as a string; a bare number is accepted as seconds by nothing
-    # upstream, so it is kept as text and left for humans.
-    value = block.get(key)
-    if value is None:
-        return "0"
-    if isinstance(value, str):
-        return bounded(value, 64)
-    f.problem(key, "duration string", value)
-    return "0"
 
 
 def _placement_summaries(f: Fields, raw: Mapping[str, Any]) -> tuple[tuple[PlacementSummary, ...], bool]:
@@ -173,14 +163,12 @@ def _placement_summaries(f: Fields, raw: Mapping[str, Any]) -> tuple[tuple[Place
         path = f"status.placementSummary[{name}].summary"
         summary, legacy_item = _summary(f, f.mapping(item, "summary"), path)
         legacy = legacy or legacy_item
-        groups, applied, selected = parse_decision_groups_text(text)
+        groups, _, selected = parse_decision_groups_text(text)
         result.append(
             PlacementSummary(
                 name=name,
-                available_decision_groups=bounded(text, 256),
                 summary=summary,
                 decision_groups=groups,
-                applied_clusters=applied,
                 selected_clusters=selected,
             )
         )
@@ -292,14 +280,7 @@ def _placement_decision(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Placem
     placement = meta.labels.get(DECISION_PLACEMENT_LABEL, "")
     if not placement:
         placement = next((o.name for o in meta.owner_refs if o.kind == "Placement"), "")
-    clusters = []
-    for item in f.list_(raw, "status.decisions", MAX_ID_LIST):
-        name = item.get("clusterName") if isinstance(item, Mapping) else None
-        if isinstance(name, str) and name:
-            clusters.append(word(bounded(name, 253)))  # every placement names the same clusters
-        else:
-            f.problem("status.decisions[].clusterName", "string", name)
-    return PlacementDecision(meta=meta, placement_name=placement, cluster_names=tuple(clusters))
+    return PlacementDecision(meta=meta, placement_name=placement)
 
 
 # ---- spec hash -------------------------------------------------------------------------------

@@ -36,15 +36,8 @@ DATA_SECRET_GRACE_SECONDS: Final = 1800.0
 _NO_FINDINGS: Final = Computed()
 
 
-def owner(obj: Base) -> tuple[str, str]:
-    """(kind, name) of the object's owner: the controller ownerReference, else the first one."""
-    refs = obj.meta.owner_refs
-    found = next((r for r in refs if r.controller), None) or (refs[0] if refs else None)
-    return (found.kind, found.name) if found is not None else ("", "")
-
-
 def _owned_by(obj: Base) -> str:
-    kind, name = owner(obj)
+    kind, name = obj.meta.owner
     return f" (owned by {kind} {name})" if kind else ""
 
 
@@ -64,15 +57,6 @@ def compute_infra_object(obj: InfraObject, now: float) -> Computed:
     ),))
 
 
-def data_secret_created(obj: BootstrapConfig) -> bool | None:
-    """Whether the config has created its data secret, by either contract; None when it says nothing."""
-    if obj.data_secret_created is True or obj.ready is True or obj.data_secret_name:
-        return True
-    if obj.data_secret_created is False or obj.ready is False:
-        return False
-    return None
-
-
 def compute_bootstrap_config(obj: BootstrapConfig, now: float) -> Computed:
     findings: list[Finding] = []
     found = failure(obj)
@@ -84,7 +68,7 @@ def compute_bootstrap_config(obj: BootstrapConfig, now: float) -> Computed:
         ))
     created = obj.meta.creation_timestamp
     if (
-        data_secret_created(obj) is not True
+        obj.secret_created is not True
         and not obj.meta.deleting
         and created is not None
         and now - created > DATA_SECRET_GRACE_SECONDS

@@ -16,7 +16,7 @@ from operator import attrgetter
 from typing import Any, Final
 
 from exporter.engine.evaluate_types import GroupView
-from exporter.engine.machine_inputs import DELETION_STAGES, ETCD_CONDITIONS, POD_CONDITIONS
+from exporter.engine.machine_inputs import ETCD_CONDITIONS, POD_CONDITIONS
 from exporter.engine.model import (
     Base,
     KubeadmControlPlane,
@@ -25,6 +25,9 @@ from exporter.engine.model import (
     MachineSet,
     Meta,
     Status,
+)
+from exporter.engine.vocabulary import (
+    UP_TO_DATE as _UP_TO_DATE,
 )
 
 # Fields of a projection that nothing in the engine reads for that kind: not its own rules, not
@@ -66,11 +69,6 @@ EXPORT_ONLY: Final[Mapping[type[Base], frozenset[str]]] = {
         "meta.resource_version",
     }),
 }
-
-# The deprecated v1beta1 conditions of a Machine that also has v1beta2 ones: the rules read only
-# the deletion stages (``machine_inputs.deleting``), and nothing renders v1beta1 conditions. The
-# projection keeps just these (a Machine carries ~4 others: ~80,000 objects, ~8 MB, at fleet size).
-MACHINE_V1BETA1_READ: Final = frozenset(source_type for source_type, _ in DELETION_STAGES)
 
 _Getter = Callable[[Any], Any]
 
@@ -144,7 +142,6 @@ def machine_reads_clock(m: Machine, view: GroupView) -> bool:
 # ``owner_inputs`` returns all
 # of that, so that equal inputs mean an equal Computed; a rule that starts reading anything else
 # must add it here.
-_UP_TO_DATE: Final = "UpToDate"
 _CONTROL_PLANE_HEALTH: Final = (*POD_CONDITIONS, *ETCD_CONDITIONS)
 
 

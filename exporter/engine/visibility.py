@@ -26,8 +26,13 @@ from typing import Final
 
 from exporter.engine.evaluate_types import Computed
 from exporter.engine.model import Base, Condition, Finding, MachinePool, Status
-
-INPUTS_UNREADABLE: Final = "InputsUnreadable"
+from exporter.engine.vocabulary import (
+    INFRASTRUCTURE_READY,
+    INPUTS_UNREADABLE,
+    PAUSED,
+    REMOTE_CONNECTION_PROBE,
+    TOPOLOGY_RECONCILED,
+)
 
 # The kinds each kind's rules aggregate over, directly or through a child's computed values.
 DEPENDS_ON: Final[Mapping[str, frozenset[str]]] = {
@@ -48,9 +53,9 @@ _ANY_NAMESPACE: Final = frozenset({"ManifestWorkReplicaSet"})
 
 # Computed condition types that read only the object itself (and the Cluster's pause).
 _OWN: Final[Mapping[str, frozenset[str]]] = {
-    "Cluster": frozenset({"Paused", "InfrastructureReady", "RemoteConnectionProbe", "TopologyReconciled"}),
+    "Cluster": frozenset({PAUSED, INFRASTRUCTURE_READY, REMOTE_CONNECTION_PROBE, TOPOLOGY_RECONCILED}),
 }
-_ALWAYS_OWN: Final = frozenset({"Paused"})
+_ALWAYS_OWN: Final = frozenset({PAUSED})
 _KEPT_COUNTERS: Final = frozenset({"desiredReplicas"})
 
 Unreadable = Collection[tuple[str, str]]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from exporter.engine.controlplane import LAST_REMEDIATION_MACHINE_PRESENT
 from exporter.engine.model import (
     Cluster,
     ClusterClass,
@@ -27,6 +26,20 @@ from exporter.engine.model import (
     MachinePool,
     MachineSet,
     Ref,
+)
+from exporter.engine.vocabulary import (
+    DELETED,
+    DELETING,
+    FAILED,
+    LAST_REMEDIATION_MACHINE_PRESENT,
+    PENDING,
+    PROVISIONED,
+    PROVISIONING,
+    RUNNING,
+    SCALING,
+    SCALING_DOWN,
+    SCALING_UP,
+    UPDATING,
 )
 from exporter.metrics.common import (
     CounterReader,
@@ -60,14 +73,14 @@ _COUNTERS_FIELD = {
     "availableReplicas": "available", "upToDateReplicas": "up_to_date",
 }
 MACHINE_PHASES = (
-    "Pending", "Provisioning", "Provisioned", "Running", "Updating", "Deleting", "Deleted", "Failed",
+    PENDING, PROVISIONING, PROVISIONED, RUNNING, UPDATING, DELETING, DELETED, FAILED,
     "Unknown",
 )
-CLUSTER_PHASES = ("Pending", "Provisioning", "Provisioned", "Deleting", "Failed", "Unknown")
-MD_PHASES = ("ScalingUp", "ScalingDown", "Running", "Failed", "Unknown")
+CLUSTER_PHASES = (PENDING, PROVISIONING, PROVISIONED, DELETING, FAILED, "Unknown")
+MD_PHASES = (SCALING_UP, SCALING_DOWN, RUNNING, FAILED, "Unknown")
 # The upstream list misses phases the MachinePool controller sets; extra states add series but
 # change no existing one.
-MP_PHASES = (*MD_PHASES, "Pending", "Provisioning", "Provisioned", "Scaling", "Deleting")
+MP_PHASES = (*MD_PHASES, PENDING, PROVISIONING, PROVISIONED, SCALING, DELETING)
 
 
 def _ref(ref: Ref | None) -> tuple[str, str]:

@@ -4,7 +4,7 @@ Owns the whole of a bucket rebuild that needs no renderer state: from the bucket
 the order and length of each object's lines in it and the changed lines (a ``Job``), plan which
 runs of the base to keep and which lines to insert, decompress the base, join them, and compress
 the result as one complete gzip member; the new order and lengths come back with it (``Built``).
-It runs in a worker process (``exporter.offload``, which runs this module's ``serve``), a thread,
+It runs in a worker process (``exporter.offload.Worker`` runs this module's ``serve``), a thread,
 or the loop. Imports nothing but ISA-L, the standard library and ``exporter.allocator``, so that
 the worker starts small.
 """
@@ -140,9 +140,10 @@ def rebuild_all(jobs: Sequence[Job]) -> list[Built]:
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     """A worker's main loop: a batch of jobs in, the rebuilt buckets out, until ``requests`` ends.
 
-    Frames are an 8-byte little-endian length and a pickle: a list of jobs in, and out either
-    the list of ``Built`` or, when a batch cannot be built, the error as a string (the parent
-    builds that batch itself). Only the exporter's own process writes to ``requests``.
+    Frames are an 8-byte little-endian length and a pickle (``exporter.offload.Worker``): a list
+    of jobs in, and out ``(True, [Built, ...])`` or, when a batch cannot be built,
+    ``(False, error)`` (the parent builds that batch itself). Only the exporter's own process
+    writes to ``requests``.
     """
     libc = glibc()
     configure_malloc(libc, 1)
@@ -151,11 +152,11 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         if len(head) < 8:
             return
         body = requests.read(int.from_bytes(head, "little"))
-        reply: list[Built] | str
+        reply: tuple[bool, list[Built] | str]
         try:
-            reply = rebuild_all(pickle.loads(body))
+            reply = (True, rebuild_all(pickle.loads(body)))
         except Exception as exc:  # a bad batch must not end the worker
-            reply = f"{type(exc).__name__}: {exc}"
+            reply = (False, f"{type(exc).__name__}: {exc}")
         data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         replies.write(len(data).to_bytes(8, "little"))
         replies.write(data)

@@ -21,6 +21,15 @@ from exporter.engine.model import (
     Placement,
 )
 from exporter.engine.parse_fields import parse_duration
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    FAILED,
+    PROGRESSING,
+    READY,
+    SUCCEEDED,
+    TO_APPLY,
+    UNAVAILABLE,
+)
 from exporter.metrics.common import (
     condition_families,
     counter_family,
@@ -37,10 +46,10 @@ P_MWRS = "ocm_manifestworkreplicaset"
 IDENTITY: Final[tuple[str, ...]] = ("name", "namespace", "uid")
 CLUSTER_IDENTITY = ("name", "uid")  # ManagedClusters are cluster-scoped
 
-MWRS_PHASES: Final = ("Ready", "Progressing", "Failed", "Unknown")
+MWRS_PHASES: Final = (READY, PROGRESSING, FAILED, "Unknown")
 # The rollout status of one cluster's ManifestWork, as the OCM rollout library names it.
-ROLLOUT_STATUSES: Final = ("ToApply", "Progressing", "Succeeded", "Failed")
-MANAGEDCLUSTER_PHASES: Final = ("Available", "Unavailable", "Unknown")
+ROLLOUT_STATUSES: Final = (TO_APPLY, PROGRESSING, SUCCEEDED, FAILED)
+MANAGEDCLUSTER_PHASES: Final = (AVAILABLE, UNAVAILABLE, "Unknown")
 DESIRED_CLUSTERS_KEY: Final = "desiredClusters"
 _PLACEMENT_KEY = re.compile(r"^placements\[(?P<name>[^\]]*)\]\.(?P<field>\w+)$")
 

@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import Any, Final
 
 from exporter.engine.parse_capi import CONTRACT_CONDITIONS
-from exporter.engine.provider_objects import data_secret_created, owner
 from exporter.metrics.capi import FINDINGS
 from exporter.metrics.common import condition_families, field_family, info_family, metadata_families
 from exporter.metrics.exposition import Sample
@@ -71,8 +70,8 @@ def _families(prefix: str, what: str, status: FamilySpec) -> tuple[FamilySpec, .
             f"{prefix}_info",
             f"Information about {an}: the object that owns it (its controller ownerReference: the "
             "Cluster, Machine or MachinePool referencing it), to join on.",
-            ("owner_kind", "owner_name"), owner, "metadata.ownerReferences", compat=False,
-            fields=("meta.owner_refs",),
+            ("owner_kind", "owner_name"), lambda o: o.meta.owner, "metadata.ownerReferences", compat=False,
+            fields=("meta.owner",),
         ),
         status,
         family(
@@ -95,7 +94,7 @@ def _families(prefix: str, what: str, status: FamilySpec) -> tuple[FamilySpec, .
 
 
 def _data_secret(o: Any) -> float | None:
-    return _flag(data_secret_created(o))
+    return _flag(o.secret_created)
 
 
 INFRA_OBJECT: Final = KindSpec("InfrastructureObject", "capi_infrastructure_object", IDENTITY, _families(
@@ -117,7 +116,7 @@ BOOTSTRAP_CONFIG: Final = KindSpec("BootstrapConfig", "capi_bootstrap_config", I
         "has not: status.initialization.dataSecretCreated (v1beta2 contract), else status.ready or "
         "status.dataSecretName (v1beta1); absent while it reports none of them.",
         "status.initialization.dataSecretCreated, else status.ready, status.dataSecretName", _data_secret,
-        fields=("data_secret_created", "ready", "data_secret_name"),
+        fields=("secret_created",),
     ),
 ))
 

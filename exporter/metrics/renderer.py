@@ -75,12 +75,9 @@ BUCKET_BYTES = 64 << 10
 # all the text, buckets are rebuilt on the loop as changes arrive, at most COMPACT_BYTES of bucket
 # text per group update (~1.5 ms). Changes land in random buckets, so a rebuild re-compresses
 # ~T/limit bytes for each pending byte it frees (T: all the text): the share keeps that ratio
-# bounded as the fleet grows (~15 MB pending at most on the benchmark fleet). A share of 32 was
-# tried before pending lines were compressed off the loop (``exporter/compaction.py``): ~13 MiB
-# less peak RSS under churn at 100 %, but the rebuilds it forced on the loop between gzip
-# scrapes made scrapes and probes wait (gzip p99 ~0.8 -> ~1.1 s, longest /healthz answer ~50 ->
-# ~200 ms). With that compaction, 24 rather than 16 took ~8 MiB off the peak under churn and
-# ~4 MiB off the RSS after sync, for the same scrape, probe and event figures.
+# bounded as the fleet grows (~15 MB pending at most on the benchmark fleet). A smaller share
+# forces rebuilds on the loop between scrapes (probes wait); a larger one costs peak memory
+# (docs/performance.md, "Figures behind the code's choices").
 PENDING_BYTES = 8 << 20
 PENDING_SHARE = 24
 COMPACT_BYTES = 1 << 20
@@ -343,7 +340,7 @@ class Renderer:
         self._families = [_Family(i) for i in range(len(self.families))]
         self._entries: dict[ObjectKey, _Entry] = {}
         self._next_id = 0
-        self._members: dict[GroupKey, set[ObjectKey]] = {}
+        self._group_objects: dict[GroupKey, set[ObjectKey]] = {}
         # Buckets with pending lines, and the bytes of those lines.
         self._dirty: dict[_Bucket, None] = {}
         self.pending_bytes = 0
@@ -369,27 +366,27 @@ class Renderer:
             key = obj.key
             fresh.add(key)
             entry = entries.get(key)
-            # Most members of an evaluated group are unchanged, the very same objects: skip them
+            # Most objects of an evaluated group are unchanged, the very same objects: skip them
             # here rather than in a call to ``_put`` each.
             if entry is None or entry.obj is not obj or entry.result is not result:
                 self._put_contained(obj, result)
-        for key in self._members.get(group, set()) - fresh:
+        for key in self._group_objects.get(group, set()) - fresh:
             self._drop(key)
         if fresh:
-            self._members[group] = fresh
+            self._group_objects[group] = fresh
         else:
-            self._members.pop(group, None)
+            self._group_objects.pop(group, None)
         self._compact()
 
     def update_objects(self, group: GroupKey, items: Sequence[tuple[Base, Result]]) -> bool:
         """Re-render some objects ``group`` already contributes; its other objects stay as they are.
 
         For updates that touch a few objects of a large group: ``update_group`` would compare
-        every member with its last rendering to find the same few. False, changing nothing, when
+        every object with its last rendering to find the same few. False, changing nothing, when
         an object is not one of the group's: the caller then renders the whole group.
         """
-        members = self._members.get(group, set())
-        if not all(obj.key in members for obj, _ in items):
+        known = self._group_objects.get(group, set())
+        if not all(obj.key in known for obj, _ in items):
             return False
         for obj, result in items:
             self._put_contained(obj, result)
@@ -405,15 +402,11 @@ class Renderer:
         return failed
 
     def groups(self) -> list[GroupKey]:
-        return list(self._members)
+        return list(self._group_objects)
 
     def buckets(self) -> int:
         """Non-empty buckets over all families (one gzip member each)."""
         return sum(1 for fam in self._families for b in fam.buckets if b.size)
-
-    def compressed_bytes(self) -> int:
-        """Bytes of the buckets' members (their current bases)."""
-        return sum(len(b.base.gz) for fam in self._families for b in fam.buckets)
 
     def snapshot(self, names: Collection[str] | None = None) -> Snapshot:
         """What a scrape needs (on the loop): references only; later changes copy what they touch.

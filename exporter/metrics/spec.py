@@ -161,7 +161,7 @@ def effective_conditions(result: Result) -> tuple[Effective, ...]:
     configuration these families mirror reads v1beta2 conditions only.
     """
     out: list[Effective] = []
-    # reversed: the first computed condition of a type wins, as in Result.computed_condition
+    # reversed: the first computed condition of a type wins, as the first reported one does
     computed_by_type = {c.type: c for c in reversed(result.computed)}
     seen: set[str] = set()
     if result.layout != "v1beta1":

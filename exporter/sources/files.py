@@ -21,7 +21,6 @@ import asyncio
 import json
 import logging
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +61,6 @@ class FileStats:
     read_errors: int = 0
     objects: dict[str, int] = field(default_factory=dict)  # kind -> projected objects
     invalid: dict[str, int] = field(default_factory=dict)  # kind ("" when unknown) -> unreadable objects
-    last_change_time: float | None = None
     synced: bool = False
 
 
@@ -292,7 +290,6 @@ class FileSource:
         self.stats.read_errors += len(loaded.errors)
         self.stats.objects = {kind: len(objs) for kind, objs in by_kind.items()}
         self.stats.invalid = dict(loaded.invalid)
-        self.stats.last_change_time = time.time()
         self.stats.synced = True
         for error in loaded.errors:
             log.error("cannot read manifest file", extra={"error": error})

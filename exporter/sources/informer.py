@@ -10,7 +10,7 @@ sends a bookmark only once the resource's version moves): only a watch still ope
 ``watch_grace`` after its own ``timeoutSeconds`` is stuck. Errors back off with jitter, or wait
 what a 429/5xx's Retry-After asks; 403 and 404 make the scope unreadable (logged once, retried
 every ``backoff_max``). Also owns the plain state the metrics layer and readiness read
-(``ResourceStats``, ``ResourceLoop.problem``). Does not own discovery, connecting or choosing what
+(``WatchStats``, ``ResourceLoop.problem``). Does not own discovery, connecting or choosing what
 to watch (``kube.py``, ``discovery.py``).
 """
 
@@ -93,8 +93,10 @@ class Backoff:
 
 
 @dataclass
-class ResourceStats:
-    """Counters of one resource (all its namespaces), rendered by the metrics layer."""
+class WatchStats:
+    """Counters of the list/watch loops of one resource (all its namespaces).
+
+    The composition root turns them into the metrics layer's ``ResourceStats``."""
 
     list_requests: dict[str, int] = field(default_factory=dict)  # by result: success | error | expired
     watch_requests: dict[str, int] = field(default_factory=dict)  # by result: success | error | expired
@@ -185,7 +187,7 @@ class ResourceLoop:
         transport: Transport,
         sink: Sink,
         project: Projector,
-        stats: ResourceStats,
+        stats: WatchStats,
         settings: LoopSettings,
         *,
         on_object: Callable[[Mapping[str, Any]], None] | None = None,

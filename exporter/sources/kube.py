@@ -7,8 +7,8 @@ namespace, notices groups installed later or removed, and follows the provider k
 Machines and MachinePools reference (InfraCluster, InfraMachine, InfraMachinePool,
 BootstrapConfig); readiness (``all_synced`` for the first sync, ``readiness`` for /readyz) and
 the self-metric counters (``SourceStats``, plain data: the metrics layer renders them). Owns
-no list/watch rules (``informer.py``) and no parsing (``exporter.engine.parse.project``, called
-once per object). JSON is decoded with orjson, once per list page or event.
+no list/watch rules (``informer.py``, which decodes list pages and watch events with orjson) and
+no parsing (``exporter.engine.parse.project``, called once per object).
 
 kubernetes_asyncio supplies configuration, the first credentials and the HTTP session, loaded
 through ``kube_client`` without its generated API and model classes; ``kube_client.Credentials``
@@ -44,14 +44,14 @@ from exporter.sources.informer import (
     LoopSettings,
     Projector,
     ResourceLoop,
-    ResourceStats,
     Sink,
     Transport,
+    WatchStats,
     bump,
 )
 from exporter.sources.kube_client import Credentials, parse_expiry
 
-__all__ = ["KubeSource", "KubeSourceConfig", "LoopSettings", "ResourceStats", "Sink", "SourceStats"]
+__all__ = ["KubeSource", "KubeSourceConfig", "LoopSettings", "Sink", "SourceStats", "WatchStats"]
 
 log = logging.getLogger("exporter.sources.kube")
 
@@ -75,14 +75,14 @@ class KubeSourceConfig:
 class SourceStats:
     """Every counter of the source, by resource name (``machines.cluster.x-k8s.io``)."""
 
-    resources: dict[str, ResourceStats] = field(default_factory=dict)
+    resources: dict[str, WatchStats] = field(default_factory=dict)
     discovery_requests: dict[str, int] = field(default_factory=dict)  # by result: success | error
     discovery_errors: dict[str, str] = field(default_factory=dict)  # by group: last error, while failing
     # referenced provider kinds the API server does not serve, as <Kind>.<group>
     not_served: set[str] = field(default_factory=set)
 
-    def resource(self, name: str) -> ResourceStats:
-        return self.resources.setdefault(name, ResourceStats())
+    def resource(self, name: str) -> WatchStats:
+        return self.resources.setdefault(name, WatchStats())
 
 
 class ApiClientTransport:
@@ -97,7 +97,6 @@ class ApiClientTransport:
     def __init__(self, api_client: Any, credentials: Credentials | None = None) -> None:
         self.api_client = api_client
         self.credentials = credentials or Credentials(None)
-        self.unauthorized = 0  # 401 answers seen (retried or not)
 
     async def get(
         self, path: str, params: list[tuple[str, str]], timeout: aiohttp.ClientTimeout
@@ -119,7 +118,6 @@ class ApiClientTransport:
             )
             if response.status != 401:
                 return response
-            self.unauthorized += 1
             if attempt == 2 or not await self.credentials.rejected(sent):
                 return response
             response.release()

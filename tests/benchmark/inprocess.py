@@ -28,6 +28,7 @@ from exporter import implementation
 from exporter.app import FilteringSink, Pipeline
 from exporter.engine.model import Base
 from exporter.engine.parse import project
+from exporter.engine.rule_inputs import export_only_change
 from exporter.metrics import renderer as renderer_module
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats
@@ -61,7 +62,7 @@ class Stages:
 
 def load(scale: int, seed: int) -> tuple[list[Obj], Store, Pipeline, Renderer]:
     objects = list(generate(scale, seed))
-    store = Store()
+    store = Store(export_only=export_only_change)
     sink = FilteringSink(store)
     by_kind: dict[str, list[Base]] = defaultdict(list)
     for raw in objects:

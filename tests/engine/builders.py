@@ -57,14 +57,11 @@ def summary(total: int = 0, applied: int = 0, available: int = 0, progressing: i
 def placement_summary(
     name: str, s: RolloutSummary, selected: int | None, groups: int = 1
 ) -> PlacementSummary:
-    """A placementSummary item as the controller writes it (text and parsed numbers agree)."""
-    text = f"{groups} ({s.total} / {selected} clusters applied)" if selected is not None else ""
+    """A placementSummary item as the controller writes it, its text parsed."""
     return PlacementSummary(
         name=name,
-        available_decision_groups=text,
         summary=s,
         decision_groups=groups if selected is not None else None,
-        applied_clusters=s.total if selected is not None else None,
         selected_clusters=selected,
     )
 
@@ -302,7 +299,7 @@ CP_COMPONENTS = ("APIServerPodHealthy", "ControllerManagerPodHealthy", "Schedule
 
 
 def owned_by(meta: Meta, kind: str, name: str) -> Meta:
-    return dataclasses.replace(meta, owner_refs=(OwnerRef(kind=kind, name=name, controller=True),))
+    return dataclasses.replace(meta, owner_refs=(OwnerRef(kind=kind, name=name),))
 
 
 def cp_machine(name: str, *, kcp_name: str = "kcp1", components: Status | None = T, etcd: Status | None = T,

@@ -8,7 +8,7 @@ import pytest
 
 from exporter.engine import conditions as conditions_module
 from exporter.engine.conditions import (
-    Member,
+    Participant,
     Priority,
     Reasons,
     aggregate,
@@ -190,12 +190,12 @@ def test_summary_with_negative_target_is_true_on_issue() -> None:
     assert got.status is T
 
 
-def machines(*specs: tuple[str, Status, str]) -> list[Member]:
-    return [Member("Machine", name, c("Ready", status, "r", msg)) for name, status, msg in specs]
+def machines(*specs: tuple[str, Status, str]) -> list[Participant]:
+    return [Participant("Machine", name, c("Ready", status, "r", msg)) for name, status, msg in specs]
 
 
 @pytest.mark.parametrize(
-    "members,want_status,want_reason,want_message",
+    "participants,want_status,want_reason,want_message",
     [
         (machines(("m1", T, ""), ("m2", T, "")), T, "Ready", ""),
         (machines(("m1", F, "node down"), ("m2", T, "")), F, "NotReady", "* Machine m1: node down"),
@@ -218,7 +218,7 @@ def machines(*specs: tuple[str, Status, str]) -> list[Member]:
             "* Machine a: x1\n* Machine b: x2\n* Machine c: x3\nAnd 2 Machines with other issues",
         ),
         (
-            [Member("Machine", "m1", None), *machines(("m2", T, ""))],
+            [Participant("Machine", "m1", None), *machines(("m2", T, ""))],
             U,
             "ReadyUnknown",
             "* Machine m1: Condition Ready not yet reported",
@@ -227,18 +227,19 @@ def machines(*specs: tuple[str, Status, str]) -> list[Member]:
     ids=["all-true", "one-issue", "grouped-by-message", "more-than-three-names", "more-than-three-bullets",
          "missing-is-unknown"],
 )
-def test_aggregate(members: list[Member], want_status: Status, want_reason: str, want_message: str) -> None:
-    got = aggregate("MachinesReady", members, source_type="Ready", reasons=READY)
+def test_aggregate(participants: list[Participant], want_status: Status, want_reason: str,
+                   want_message: str) -> None:
+    got = aggregate("MachinesReady", participants, source_type="Ready", reasons=READY)
     assert (got.status, got.reason, got.message) == (want_status, want_reason, want_message)
 
 
 def test_aggregate_lists_control_plane_machines_first() -> None:
-    members = [
-        Member("Machine", "w1", c("Ready", F, "r", "worker issue")),
-        Member("Machine", "w2", c("Ready", F, "r", "worker issue")),
-        Member("Machine", "cp1", c("Ready", F, "r", "cp issue"), control_plane=True),
+    participants = [
+        Participant("Machine", "w1", c("Ready", F, "r", "worker issue")),
+        Participant("Machine", "w2", c("Ready", F, "r", "worker issue")),
+        Participant("Machine", "cp1", c("Ready", F, "r", "cp issue"), control_plane=True),
     ]
-    got = aggregate("MachinesReady", members, source_type="Ready", reasons=READY)
+    got = aggregate("MachinesReady", participants, source_type="Ready", reasons=READY)
     assert got.message.splitlines()[0] == "* Machine cp1: cp issue"
 
 
@@ -262,8 +263,9 @@ def test_not_yet_reported_and_paused() -> None:
 
 # Upstream's util/conditions message tests (merge_strategies_test.go), as facts: the objects each
 # condition belongs to, in upstream's order, and the message upstream writes.
-def md(name: str, status: Status, message: str, kind: str = "MachineDeployment", cp: bool = False) -> Member:
-    return Member(kind, name, c("A", status, "", message), control_plane=cp)
+def md(name: str, status: Status, message: str, kind: str = "MachineDeployment",
+       cp: bool = False) -> Participant:
+    return Participant(kind, name, c("A", status, "", message), control_plane=cp)
 
 
 AGGREGATE_MESSAGE_CASES = {
@@ -310,7 +312,7 @@ AGGREGATE_MESSAGE_CASES = {
         "And 2 MachineDeployments with other issues\nAnd 1 MachinePool with other issues",
     ),
     "an-issue-without-message-is-listed-with-it-empty-not-its-reason": (
-        [Member("MachineDeployment", "a", c("A", F, "SomeReason", ""))],
+        [Participant("MachineDeployment", "a", c("A", F, "SomeReason", ""))],
         "* MachineDeployment a: ",
     ),
 }
@@ -318,8 +320,8 @@ AGGREGATE_MESSAGE_CASES = {
 
 @pytest.mark.parametrize("name", AGGREGATE_MESSAGE_CASES)
 def test_aggregate_messages_as_upstream(name: str) -> None:
-    members, want = AGGREGATE_MESSAGE_CASES[name]
-    got = aggregate("A", members, source_type="A", reasons=READY)
+    participants, want = AGGREGATE_MESSAGE_CASES[name]
+    got = aggregate("A", participants, source_type="A", reasons=READY)
     assert got.message == want
 
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from exporter.engine.controlplane import LAST_REMEDIATION_MACHINE_PRESENT, compute_kubeadmcontrolplane
+from exporter.engine.controlplane import compute_kubeadmcontrolplane
 from exporter.engine.evaluate import evaluate_all
 from exporter.engine.model import KubeadmControlPlane, Machine
 from exporter.engine.parse import project
+from exporter.engine.vocabulary import LAST_REMEDIATION_MACHINE_PRESENT
 from exporter.metrics import capi
 from exporter.metrics.spec import FamilySpec, KindSpec, Subject
 from tests.engine.builders import NOW, capi_meta, capi_view, control_plane, cp_machine

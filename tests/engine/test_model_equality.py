@@ -121,6 +121,13 @@ def test_equal_values_hash_alike(cls: type) -> None:
     assert len({a, dataclasses.replace(a), b}) == 2
 
 
+@pytest.mark.parametrize("cls", [Meta, Machine, Result], ids=lambda c: c.__name__)
+def test_values_holding_mappings_are_not_hashable(cls: type) -> None:
+    """Their fields include mappings (labels, annotations, counters): no hash could be honest."""
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(PAIRS[cls][0])
+
+
 def test_other_types_are_never_equal() -> None:
     condition = PAIRS[Condition][0]
     assert condition != (condition.type, condition.status)

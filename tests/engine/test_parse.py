@@ -28,7 +28,7 @@ from exporter.engine.model import (
 )
 from exporter.engine.parse import project, project_unguarded
 from exporter.engine.parse_fields import MAX_STRING, parse_duration, parse_time
-from exporter.engine.rule_inputs import MACHINE_V1BETA1_READ
+from exporter.engine.vocabulary import MACHINE_V1BETA1_READ
 
 T0 = "2024-05-01T10:00:00Z"
 T0_EPOCH = 1714557600.0
@@ -317,13 +317,11 @@ MHC_SPECS = [
 
 @pytest.mark.parametrize(("name", "version", "spec"), MHC_SPECS, ids=[c[0] for c in MHC_SPECS])
 def test_machine_health_check_paths(name: str, version: str, spec: dict[str, Any]) -> None:
-    status = {"expectedMachines": 3, "currentHealthy": 1, "remediationsAllowed": 0, "targets": ["a", "b"]}
+    status = {"expectedMachines": 3, "currentHealthy": 1, "remediationsAllowed": 0}
     p = project(raw("MachineHealthCheck", version, status, spec={"clusterName": "c9", **spec}, labels={}))
     assert isinstance(p, MachineHealthCheck)
-    assert (p.node_startup_timeout_seconds, p.unhealthy_less_than_or_equal_to, p.unhealthy_in_range) == (
-        900, "40%", "[1-3]")
+    assert (p.unhealthy_less_than_or_equal_to, p.unhealthy_in_range) == ("40%", "[1-3]")
     assert (p.expected_machines, p.current_healthy, p.remediations_allowed) == (3, 1, 0)
-    assert p.targets == ("a", "b")
     assert p.cluster_name == "c9"  # spec.clusterName when the label is missing
 
 
@@ -414,14 +412,14 @@ def test_infra_machine_pool(name: str, status: dict[str, Any], layout: str, prov
                     group="infrastructure.cluster.x-k8s.io"))
     assert isinstance(p, InfraMachinePool)
     assert (p.layout, p.provisioned, p.ready, p.failure_reason) == (layout, provisioned, ready, failure)
-    assert (p.replicas, p.provider_id_list, p.has_spec, p.has_status) == (2, ("a", "b"), True, True)
+    assert (p.replicas, p.provider_id_list) == (2, ("a", "b"))
     assert p.conditions[0].type == "Ready"
 
 
 def test_infra_machine_pool_without_spec_or_status() -> None:
     p = project(raw("FooMachinePool", "v1alpha1", group="infrastructure.cluster.x-k8s.io"))
     assert isinstance(p, InfraMachinePool)
-    assert (p.has_spec, p.has_status) == (False, False)
+    assert (p.replicas, p.provider_id_list, p.problems) == (None, (), ())
 
 
 INFRA_OBJECT_CASES = [

@@ -107,8 +107,8 @@ def test_sharing_changes_no_value() -> None:
     assert dict(a.meta.labels) == {"cluster.x-k8s.io/cluster-name": "c1",
                                    "cluster.x-k8s.io/deployment-name": "md-0",
                                    "cluster.x-k8s.io/set-name": "md-0-abc"}
-    assert [(o.kind, o.name, o.api_version, o.uid, o.controller) for o in a.meta.owner_refs] == [
-        ("MachineSet", "md-0-abc", f"{CORE}/v1beta2", "set-uid", True)]
+    assert [(o.kind, o.name, o.api_version, o.uid) for o in a.meta.owner_refs] == [
+        ("MachineSet", "md-0-abc", f"{CORE}/v1beta2", "set-uid")]
     assert a.conditions[0].message == "fine"
     assert a.meta.resource_version == ""  # read by nothing, unique per object: not kept
 

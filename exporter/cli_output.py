@@ -27,23 +27,32 @@ from exporter.engine.model import (
     ObjectKey,
     Result,
 )
+from exporter.engine.vocabulary import (
+    AVAILABLE,
+    DISCOVERED,
+    MACHINES_READY,
+    MANAGED_CLUSTER_CONDITION_AVAILABLE,
+    READY,
+    REMEDIATION_ALLOWED,
+)
+from exporter.metrics.spec import effective_conditions as effective
 
 # The condition that sums an object up, shown first on its line.
 HEADLINE = {
-    "Cluster": "Available",
-    "KubeadmControlPlane": "Available",
-    "MachineDeployment": "Available",
-    "MachinePool": "Available",
-    "MachineSet": "MachinesReady",
-    "Machine": "Ready",
-    "MachineHealthCheck": "RemediationAllowed",
+    "Cluster": AVAILABLE,
+    "KubeadmControlPlane": AVAILABLE,
+    "MachineDeployment": AVAILABLE,
+    "MachinePool": AVAILABLE,
+    "MachineSet": MACHINES_READY,
+    "Machine": READY,
+    "MachineHealthCheck": REMEDIATION_ALLOWED,
     "ClusterResourceSet": "ResourcesApplied",
-    "ExtensionConfig": "Discovered",
-    "IPAddressClaim": "Ready",
-    "ManifestWorkReplicaSet": "Ready",
-    "ManifestWork": "Available",
-    "ManagedCluster": "ManagedClusterConditionAvailable",
-    "ManagedClusterAddOn": "Available",
+    "ExtensionConfig": DISCOVERED,
+    "IPAddressClaim": READY,
+    "ManifestWorkReplicaSet": READY,
+    "ManifestWork": AVAILABLE,
+    "ManagedCluster": MANAGED_CLUSTER_CONDITION_AVAILABLE,
+    "ManagedClusterAddOn": AVAILABLE,
     "Placement": "PlacementSatisfied",
 }
 MESSAGE_WIDTH = 100
@@ -109,9 +118,7 @@ def _contained(results: Iterable[Result], render: Callable[[Result], _T],
 
 def effective_conditions(r: Result) -> list[Condition]:
     """Reported v1beta2 conditions, plus computed ones the controller does not report."""
-    reported = [] if r.layout == "v1beta1" else list(r.reported)
-    types = {c.type for c in reported}
-    return reported + [c for c in r.computed if c.type not in types]
+    return [e.condition for e in effective(r)]
 
 
 def _worst_first(r: Result) -> list[Condition]:
