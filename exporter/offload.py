@@ -36,8 +36,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from exporter.runtime import prompt_gil_handoff
-
 log = logging.getLogger("exporter.offload")
 
 PIPE_BYTES = 1 << 20
@@ -114,8 +112,7 @@ class Worker(Generic[In, Out]):
         """Run one batch: ``make()`` its input and ``take`` its output, both in a thread."""
         # A cancelled caller leaves the thread to finish the exchange under the lock: the pipe
         # never holds a reply the next batch would take for its own.
-        with prompt_gil_handoff():
-            await asyncio.get_running_loop().run_in_executor(self._pool, self._run_in_thread, make, take)
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._run_in_thread, make, take)
 
     def _run_in_thread(self, make: Callable[[], In], take: Callable[[Out], object]) -> None:
         data = make()

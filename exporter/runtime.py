@@ -1,30 +1,25 @@
 """Process-wide settings: the only code that changes how the interpreter or the C library behaves
-for the whole process. Each is here because a figure says it pays (docs/performance.md, "Figures
-behind the code's choices" and "Process-wide settings"), and a test in tests/test_runtime.py fails
-when it stops paying:
+for the whole process. Each stays because a figure says it pays (docs/performance.md, "Process-wide
+settings", with and without each), and a test fails when it stops paying:
 
-1. glibc malloc (``configure_malloc``, ``trim_periodically``, ``trim``). Rendered lines, bucket
-   texts and gzip members are above pymalloc's 512 bytes, so glibc serves them, from the loop and
-   from threads, each thread with an arena of its own by default; freed pages inside a heap stay
-   resident. Two arenas, blocks of 128 KiB and more mapped on their own (unmapped when freed)
-   rather than glibc's rising threshold, and a ``malloc_trim(0)`` every second keep the resident
-   size near the live data. Test: the memory a freed text leaves resident, read from /proc in a
-   fresh interpreter, with and without.
-2. The cyclic garbage collector (``manage_gc``). The exporter's data are ~1.4 M small acyclic
-   objects at fleet size that die by reference counting; a full collection traverses all of them
-   and stops the loop for ~0.5 s. Automatic collections are held while the fleet loads, the
-   loaded fleet is frozen at ready, and what survives afterwards is collected and frozen every
-   0.2 s. Test: the full collections during a load and the objects a collection traverses after
-   it, counted in a fresh interpreter, with and without.
-3. The GIL switch interval (``prompt_gil_handoff``). A thread that releases the GIL (a pipe
-   write, a compression) waits a switch interval to take it back while the loop thread runs
-   Python; a batch exchanged with the compression worker does that a few times per megabyte.
-   0.5 ms instead of 5 ms while such a thread runs. No test: its effect is a wait measured in
-   wall-clock time, which a shared test machine cannot bound; the benchmark judges it.
-4. Importing parts of a package without its ``__init__`` (``import_without_init``).
-   kubernetes_asyncio's ``__init__`` modules import ~850 generated API and model modules:
-   +37 MiB resident and ~170 ms of CPU, where the exporter needs its configuration loaders and
-   ``ApiClient`` (+2.7 MiB). Test: connecting loads none of the generated modules.
+1. glibc malloc (``configure_malloc``, ``trim``, ``trim_periodically``). Rendered lines, bucket
+   texts and gzip members are above pymalloc's 512 bytes, so glibc serves them, and keeps freed
+   pages resident. Two arenas, blocks of 128 KiB and more mapped on their own (unmapped when
+   freed) instead of glibc's rising threshold, and a ``malloc_trim(0)`` every second: at 30 % of
+   the benchmark fleet, RSS under churn ~141 MiB instead of ~168, after sync 133 instead of 146.
+   Tests (tests/test_runtime.py): what freed buffers and a freed text leave resident.
+2. The cyclic garbage collector (``manage_gc``). The exporter's data are small acyclic objects
+   that die by reference counting (~1.4 M at fleet size); a full collection traverses all of
+   them, ~200 ms with the loop stopped at 30 %. Automatic collections are held while the fleet
+   loads (8 full collections and ~0.9 s of CPU fewer at 30 %), the loaded fleet is frozen at
+   ready, and what survives afterwards is collected and frozen every 0.2 s (longest collection
+   under churn ~2 ms instead of ~12). Test: full collections during a load, and the objects a
+   collection traverses after it.
+3. Importing parts of a package without its ``__init__`` (``import_without_init``).
+   kubernetes_asyncio's ``__init__`` modules import ~850 generated API and model modules, +37 MiB
+   resident and ~170 ms of CPU, where the configuration loaders and ``ApiClient`` the exporter
+   uses cost +2.7 MiB and ~30 ms. Tests: a package's ``__init__`` runs only when asked for a name
+   (tests/test_runtime.py); connecting loads no generated module (tests/test_kube_source_units.py).
 
 Imports only light standard modules when loaded: the compression worker (``metrics.members``)
 imports this module and is ~8 MiB smaller without asyncio and logging, which the functions
@@ -33,7 +28,6 @@ needing them import. Owns no knowledge of what the work or the objects are.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import gc
 import importlib
@@ -42,7 +36,7 @@ import importlib.util
 import platform
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Protocol
 
 # ---- 1. glibc malloc
@@ -74,10 +68,8 @@ def glibc() -> Glibc | None:
 
 
 def configure_malloc(libc: Glibc | None, arenas: int = ARENAS) -> bool:
-    """Cap malloc's arenas and fix its thresholds; call before any thread starts (arenas are
-    made on first use). By default glibc raises both thresholds each time a mapped block is freed
-    (up to 32 and 64 MiB), after which buffers of megabytes come from the heap and stay resident
-    until the next trim."""
+    """Cap malloc's arenas and fix its thresholds (glibc raises them each time a mapped block is
+    freed, up to 32 and 64 MiB); call before any thread starts (arenas are made on first use)."""
     if libc is None:
         return False
     mapped = libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
@@ -86,8 +78,7 @@ def configure_malloc(libc: Glibc | None, arenas: int = ARENAS) -> bool:
 
 
 def trim(libc: Glibc | None) -> None:
-    """Hand the free pages inside malloc's heaps back to the system (a ctypes call: the GIL is
-    released while it runs, ~0.2 ms)."""
+    """Hand the free pages inside malloc's heaps back to the system (~0.2 ms, GIL released)."""
     if libc is not None:
         libc.malloc_trim(0)
 
@@ -105,14 +96,10 @@ async def trim_periodically(libc: Glibc | None, interval: float = TRIM_SECONDS) 
 
 # ---- 2. the cyclic garbage collector
 
-# How often the collector runs while the first lists are absorbed, and how far apart collections
-# are kept relative to their own duration as the heap grows.
-DURING_SYNC_SECONDS = 5.0
-SPACING = 20.0
+DURING_SYNC_SECONDS = 5.0  # collections while the first lists load, at least this far apart
+SPACING = 20.0  # and at least this many times their own duration apart
 POLL_SECONDS = 0.05  # how often readiness is checked meanwhile
-# Once ready, everything not frozen is collected in full and frozen in turn this often, so each
-# object that survives is traversed once, and a collection traverses ~0.2 s of churn.
-REFREEZE_SECONDS = 0.2
+REFREEZE_SECONDS = 0.2  # after ready: each survivor is traversed once, with ~0.2 s of churn
 NEVER = 1 << 30  # a collection threshold no count reaches
 
 
@@ -120,19 +107,14 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
                     refreeze: float = REFREEZE_SECONDS) -> None:
     """Hold automatic collection until ``ready()``, then freeze the loaded fleet and keep it frozen.
 
-    Until ready the heap only grows: every page's decoded JSON survives young collections while
-    it is projected, and the growth would trigger full collections over everything held so far
-    (about a third of the start-up CPU on a large hub). A collection every ``interval`` (spaced
-    out as they get slower) still bounds the cycles aiohttp or a retrying list leave behind.
-
-    At ready ``gc.freeze()`` moves every object to the permanent generation, which collections
-    skip; objects still die by reference counting when updates replace them. From then on the
-    older generations are never collected automatically: under churn the objects that replaced
-    frozen ones would pile up there, and a full collection over them stops the loop for as long
-    as they took to pile up. Instead, every ``refreeze`` seconds everything not frozen is
-    collected in full (so no cycle is frozen alive, and cyclic garbage waits at most that long)
-    and frozen in turn. The automatic young threshold stays: under churn most new objects replace
-    old ones, so allocations minus deallocations, which it counts, stay low.
+    Until ready the heap only grows, and the growth would trigger full collections over
+    everything loaded so far; one every ``interval`` (spaced out as they get slower) bounds the
+    cycles aiohttp or a retrying list leave. ``gc.freeze()`` at ready moves every object to the
+    permanent generation, which collections skip (objects still die by reference counting). The
+    older generations then never collect by themselves: every ``refreeze`` seconds whatever is not
+    frozen is collected in full (no cycle is frozen alive) and frozen in turn, so a pause stays
+    proportional to a fraction of a second of churn. The young threshold stays: under churn new
+    objects mostly replace old ones, so allocations minus deallocations, which it counts, stay low.
     """
     import asyncio
     import logging
@@ -170,30 +152,7 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
         gc.set_threshold(young, middle, oldest)
 
 
-# ---- 3. the GIL switch interval
-
-SWITCH_INTERVAL = 0.0005  # seconds, while a thread exchanges a batch
-_handoffs = 0  # threads in a prompt_gil_handoff (event loop thread only)
-_default_switch_interval = sys.getswitchinterval()
-
-
-@contextlib.contextmanager
-def prompt_gil_handoff() -> Iterator[None]:
-    """A short switch interval while a thread doing many GIL-releasing calls runs; the default
-    again once the last such thread is done. Enter and leave it on the event loop thread."""
-    global _handoffs
-    if _handoffs == 0:
-        sys.setswitchinterval(min(SWITCH_INTERVAL, _default_switch_interval))
-    _handoffs += 1
-    try:
-        yield
-    finally:
-        _handoffs -= 1
-        if _handoffs == 0:
-            sys.setswitchinterval(_default_switch_interval)
-
-
-# ---- 4. importing parts of a package without its __init__
+# ---- 3. importing parts of a package without its __init__
 
 def import_without_init(*packages: str) -> None:
     """Register each of ``packages`` (parents first) as a shell whose ``__init__`` has not run.

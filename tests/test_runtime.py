@@ -2,8 +2,7 @@
 
 Memory and collector figures are read in a fresh interpreter (this one's heap and objects are
 pytest's), once with the setting and once without, so a test fails when the setting stops making
-the difference the figure in docs/performance.md was measured for. The GIL switch interval has no
-test here: its effect is wall-clock waiting, judged by the benchmark.
+the difference the figure in docs/performance.md was measured for.
 """
 
 from __future__ import annotations
