@@ -31,7 +31,7 @@ from typing import Protocol
 
 from aiohttp import web
 
-from exporter import allocator, webconfig
+from exporter import runtime, webconfig
 from exporter.batching import DEBOUNCE_SECONDS, Batcher
 from exporter.buildinfo import current as current_build
 from exporter.compaction import keep_compressed
@@ -41,7 +41,6 @@ from exporter.engine.grouping import GroupKey
 from exporter.engine.model import Base, ObjectKey, Result
 from exporter.engine.parse import project
 from exporter.engine.rule_inputs import export_only_change
-from exporter.gcpolicy import manage_gc
 from exporter.landing import page as landing_page
 from exporter.logging_setup import setup as setup_logging
 from exporter.metrics.catalog import object_families
@@ -391,8 +390,8 @@ def serve(config: Config) -> int:
     setup_logging(config.log_level, config.log_format)
     for message in config.deprecations:
         log.warning(message)
-    libc = allocator.glibc()
-    allocator.configure_malloc(libc)  # before any thread exists
+    libc = runtime.glibc()
+    runtime.configure_malloc(libc)  # before any thread exists
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     code = 0
@@ -439,7 +438,7 @@ def _exit_if_threads_linger(code: int) -> None:
         os._exit(code)
 
 
-async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
+async def _serve(config: Config, libc: runtime.Glibc | None) -> int:
     web_cfg = webconfig.load(config.web_config_file) if config.web_config_file else None
     keep = keep_shard(config.shard, config.total_shards)
     store = Store(keep=keep, export_only=export_only_change)
@@ -542,8 +541,8 @@ async def _serve(config: Config, libc: allocator.Glibc | None) -> int:
         return asyncio.create_task(supervised(name, run, stats), name=name)
 
     reporter = background("sync-report", lambda: _report_sync(source_synced, store, renderer))
-    collector = background("gc", lambda: manage_gc(lambda: pipeline.ready))
-    trimmer = background("malloc-trim", lambda: allocator.trim_periodically(libc))
+    collector = background("gc", lambda: runtime.manage_gc(lambda: pipeline.ready))
+    trimmer = background("malloc-trim", lambda: runtime.trim_periodically(libc))
     compactor = background("compaction", lambda: keep_compressed(renderer, builder))
     stopper = asyncio.create_task(stop.wait())
     # The source and the evaluation loop run until cancelled: either ending means something broke.

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -44,7 +44,6 @@ RETRY_SECONDS = 60.0
 # batch takes the worker a few ms, so this is only reached when it is stopped or wedged.
 REPLY_SECONDS = 5.0
 THREADS = 4  # batches in flight at once
-SWITCH_INTERVAL = 0.0005  # seconds; the GIL switch interval while a thread runs a batch
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -113,8 +112,7 @@ class Worker(Generic[In, Out]):
         """Run one batch: ``make()`` its input and ``take`` its output, both in a thread."""
         # A cancelled caller leaves the thread to finish the exchange under the lock: the pipe
         # never holds a reply the next batch would take for its own.
-        with _prompt_gil_handoff():
-            await asyncio.get_running_loop().run_in_executor(self._pool, self._run_in_thread, make, take)
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._run_in_thread, make, take)
 
     def _run_in_thread(self, make: Callable[[], In], take: Callable[[Out], object]) -> None:
         data = make()
@@ -248,28 +246,3 @@ def _worker_env(module: str) -> dict[str, str]:
     root = str(Path(package.__file__ or "").resolve().parent.parent)
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
-
-
-_handoffs = 0  # thread builds in flight (event loop thread only)
-_default_switch_interval = sys.getswitchinterval()
-
-
-@contextlib.contextmanager
-def _prompt_gil_handoff() -> Iterator[None]:
-    """A short GIL switch interval while a thread runs a batch.
-
-    Each call that releases the GIL (a compression) makes the thread wait for the switch
-    interval (5 ms by default) to take it back whenever the loop thread is busy: with hundreds of
-    calls per batch that waiting, not the work, is what the batch costs (docs/performance.md).
-    """
-    global _handoffs
-    if _handoffs == 0:
-        sys.setswitchinterval(min(SWITCH_INTERVAL, _default_switch_interval))
-    _handoffs += 1
-    try:
-        yield
-    finally:
-        _handoffs -= 1
-        if _handoffs == 0:
-            sys.setswitchinterval(_default_switch_interval)
-

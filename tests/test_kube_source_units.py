@@ -139,6 +139,34 @@ async def test_connect_uses_kubeconfig_env_outside_a_cluster(
         await connect(KubeSourceConfig())
 
 
+async def test_connect_in_a_pod_uses_the_service_account_and_rereads_its_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import certifi
+
+    from exporter.sources import kube_client
+
+    kube_client.load()
+    from kubernetes_asyncio.config import incluster_config
+
+    token = tmp_path / "token"
+    token.write_text("sa-1")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", certifi.where())
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    transport = await connect(KubeSourceConfig())
+    try:
+        assert transport.api_client.configuration.host == "https://10.96.0.1:443"
+        assert transport.credentials.kind == "token file"
+        assert await transport.credentials.header() == "Bearer sa-1"
+        token.write_text("sa-2\n")  # the kubelet rotated the projected token
+        assert await transport.credentials.rejected("Bearer sa-1")  # a 401: read again
+        assert await transport.credentials.header() == "Bearer sa-2"
+    finally:
+        await transport.close()
+
+
 def test_connect_loads_no_generated_api_or_model_class_until_one_is_asked_for(tmp_path: Path) -> None:
     # A fresh interpreter: this one may have imported the whole package already.
     path = FakeKubeAPI().write_kubeconfig(tmp_path / "cfg")

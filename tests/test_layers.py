@@ -44,10 +44,9 @@ LAYERS = (
           ENGINE_FORBIDDEN),
     Layer("package", ("exporter", "exporter.buildinfo"), ("engine values",),
           "what the package is (its version, its build, which build runs) is read by every layer"),
-    Layer("runtime", ("exporter.offload", "exporter.timeslice", "exporter.batching", "exporter.gcpolicy",
-                      "exporter.allocator"), (),
-          "runtime modules decide where and when work runs (a process, a slice, the collector, the "
-          "allocator), never what the work or the objects are: they are given what they run",
+    Layer("runtime", ("exporter.offload", "exporter.timeslice", "exporter.batching", "exporter.runtime"), (),
+          "runtime modules decide where and when work runs (a process, a slice, the process-wide "
+          "settings), never what the work or the objects are: they are given what they run",
           ("prometheus_client", "kubernetes_asyncio", "aiohttp")),
     Layer("sources", ("exporter.sources.*",), ("engine values", "parser", "runtime", "package"),
           "sources turn raw objects into projections; they know nothing of rules, metrics or the server",

@@ -1,22 +1,14 @@
 """Start-up of the evaluation loop: nothing is evaluated while the source is still listing, except
 rare progress passes; everything listed is evaluated at once when the source reports sync, and only
-then is the pipeline ready. The cyclic garbage collector runs on a timer until then."""
+then is the pipeline ready."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from exporter import gcpolicy
 from exporter.app import FilteringSink, Pipeline
 from exporter.engine.evaluate import evaluate_all
-from exporter.gcpolicy import manage_gc
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats
 from exporter.sources.files import load
@@ -105,65 +97,3 @@ async def test_after_the_first_sync_changes_are_evaluated_even_when_the_source_i
         assert cluster.key not in pipeline.previous
     finally:
         loop.cancel()
-
-
-def _recording_collect(calls: list[str]) -> Callable[..., int]:
-    """A stand-in for gc.collect that records "young" (generation 0) or "collect" (in full)."""
-    def collect(*args: int) -> int:
-        calls.append("young" if args == (0,) else "collect")
-        return 0
-    return collect
-
-
-async def test_gc_collects_on_a_timer_until_ready_then_freezes_and_refreezes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    calls: list[str] = []
-    monkeypatch.setattr(gcpolicy.gc, "collect", _recording_collect(calls))
-    monkeypatch.setattr(gcpolicy.gc, "freeze", lambda: calls.append("freeze"))
-    ready = [False]
-    assert gc.isenabled()
-    thresholds = gc.get_threshold()
-    task = asyncio.create_task(manage_gc(lambda: ready[0], interval=0.01, refreeze=0.05))
-    try:
-        await _until(lambda: calls.count("collect") >= 2)
-        assert not gc.isenabled()  # no automatic collection while the fleet loads
-        assert "freeze" not in calls
-        ready[0] = True
-        await _until(lambda: "freeze" in calls)
-        await asyncio.sleep(0)
-        assert gc.isenabled()
-        # The older generations: collected by the task only.
-        assert gc.get_threshold()[1:] == (gcpolicy.NEVER, gcpolicy.NEVER)
-        at_ready = len(calls)
-        assert calls[-1] == "freeze"
-        # Later: what survived since is collected in full before it is frozen too, again and again,
-        # and the task never collects the young generation alone.
-        await _until(lambda: calls[at_ready:].count("freeze") >= 2)
-        assert calls[at_ready:at_ready + 4] == ["collect", "freeze", "collect", "freeze"]
-        assert "young" not in calls
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        gc.enable()
-    assert gc.get_threshold() == thresholds  # restored when the task ends
-
-
-async def test_gc_refreezes_on_its_timer_and_not_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[str, float]] = []
-    monkeypatch.setattr(gcpolicy.gc, "collect", lambda *a: calls.append(("collect", time.monotonic())) or 0)
-    monkeypatch.setattr(gcpolicy.gc, "freeze", lambda: calls.append(("freeze", time.monotonic())))
-    started = time.monotonic()
-    task = asyncio.create_task(manage_gc(lambda: True, refreeze=0.1))
-    try:
-        await _until(lambda: [c for c, _ in calls].count("freeze") >= 3)
-        assert [c for c, _ in calls[:5]] == ["freeze", "collect", "freeze", "collect", "freeze"]
-        # ready at once: the fleet is frozen at once, then a full collection every 0.1 s
-        assert calls[0][1] - started < 0.05
-        assert calls[1][1] - calls[0][1] >= 0.1 and calls[3][1] - calls[1][1] >= 0.1
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        gc.enable()

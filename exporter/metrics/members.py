@@ -5,7 +5,7 @@ the order and length of each object's lines in it and the changed lines (a ``Job
 runs of the base to keep and which lines to insert, decompress the base, join them, and compress
 the result as one complete gzip member; the new order and lengths come back with it (``Built``).
 It runs in a worker process (``exporter.offload.Worker`` runs this module's ``serve``), a thread,
-or the loop. Imports nothing but ISA-L, the standard library and ``exporter.allocator``, so that
+or the loop. Imports nothing but ISA-L, the standard library and ``exporter.runtime``, so that
 the worker starts small.
 """
 
@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 from isal import isal_zlib
 
-from exporter.allocator import configure_malloc, glibc
+from exporter.runtime import configure_malloc, glibc, trim
 
 # Members are made with ISA-L (python-isal), whose deflate is standard (any gzip reader takes it).
 # On 64 KiB buckets of the benchmark fleet's text its level 1 compresses ~1,750 MB/s to a ratio
@@ -164,8 +164,7 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         del body, reply, data
         # A batch's buffers are megabytes, served by glibc's malloc, which keeps freed pages:
         # handing them back keeps the worker at its idle size between batches (~0.2 ms).
-        if libc is not None:
-            libc.malloc_trim(0)
+        trim(libc)
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def _on_gc(phase: str, info: dict[str, int]) -> None:
 
 
 class _CountingGc:
-    """``gc`` for ``exporter.gcpolicy``, whose collections log what they traverse by type
+    """``gc`` for ``exporter.runtime``, whose collections log what they traverse by type
     (``FSE_LOOPTRACE_GC_TYPES=1``; counting costs a walk of the objects, so not by default)."""
 
     def __getattr__(self, name: str) -> Any:
@@ -111,9 +111,9 @@ def main() -> int:
     if os.environ.get("FSE_LOOPTRACE_STACKS") == "1":
         threading.Thread(target=_watchdog, args=(threading.get_ident(),), daemon=True).start()
     if os.environ.get("FSE_LOOPTRACE_GC_TYPES") == "1":
-        import exporter.gcpolicy
+        import exporter.runtime
 
-        exporter.gcpolicy.gc = _CountingGc()  # type: ignore[assignment]
+        exporter.runtime.gc = _CountingGc()  # type: ignore[assignment]
     from exporter.cli import main as exporter_main
 
     sys.argv = ["fleet-status-exporter", *sys.argv[1:]]
