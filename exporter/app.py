@@ -161,7 +161,7 @@ class Pipeline:
     ) -> None:
         self.store, self.sink, self.renderer, self.stats, self.keep = store, sink, renderer, stats, keep
         self.previous: dict[ObjectKey, Result] = {}
-        self._group_objects: dict[GroupKey, list[ObjectKey]] = {}
+        self._group_objects: dict[GroupKey, tuple[ObjectKey, ...]] = {}  # tuples: most groups are one object
         # Per Cluster API group, what its last evaluation leaves for the next (engine-owned data).
         self._memos: dict[GroupKey, Memo] = {}
         self.passes = 0
@@ -189,7 +189,7 @@ class Pipeline:
                 log.error("cannot evaluate a group; its objects are left out of the metrics",
                           extra={"group": _printable("/".join(key)), "error": _printable(repr(exc)[:300])},
                           exc_info=True)
-            for old in self._group_objects.pop(key, []):
+            for old in self._group_objects.pop(key, ()):
                 self.previous.pop(old, None)
             self._memos.pop(key, None)
             self.renderer.remove_group(key)
@@ -208,7 +208,7 @@ class Pipeline:
 
     def _evaluate_group(self, key: GroupKey, now: float) -> None:
         group = self.store.build(key)
-        before = self._group_objects.pop(key, [])
+        before = self._group_objects.pop(key, ())
         if group is None:
             for old in before:
                 self.previous.pop(old, None)
@@ -227,7 +227,7 @@ class Pipeline:
             if obj is not None:
                 items.append((obj, result))
                 self.previous[result.key] = result
-        self._group_objects[key] = [r.key for r in results]
+        self._group_objects[key] = tuple([r.key for r in results])
         for old in set(before).difference(self._group_objects[key]):
             self.previous.pop(old, None)
         self.renderer.update_group(key, items)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gc
 
-from exporter.engine.evaluate_types import CapiGroup, MwrsGroup
+from exporter.engine.evaluate_types import CapiGroup, MwrsGroup, SingleGroup
 from exporter.engine.model import (
     Cluster,
     ClusterClass,
+    InfraObject,
     Machine,
     ManagedCluster,
     ManifestWork,
@@ -89,7 +90,7 @@ def test_cluster_class_change_dirties_the_clusters_using_it() -> None:
     store.take_dirty()
     store.upsert(ClusterClass(meta=meta("ClusterClass", "ns", "cc")))
     # The class is evaluated on its own (its conditions are exported) and dirties its users.
-    assert store.take_dirty() == {("capi", "ns", "c1"), ("single", "ClusterClass", "ns/cc")}
+    assert store.take_dirty() == {("capi", "ns", "c1"), ("ClusterClass", "ns", "cc")}
 
 
 def mwrs_fixture(store: Store) -> None:
@@ -112,6 +113,41 @@ def test_mwrs_group_gathers_works_by_owner_label_placements_and_managed_clusters
     assert [w.meta.name for w in group.manifest_works] == ["hello-x"]
     assert list(group.placements) == ["p"]
     assert list(group.managed_clusters) == ["cluster1"]
+
+
+def test_an_object_evaluated_alone_is_its_own_group_under_its_own_key() -> None:
+    store = Store()
+    store.upsert(Cluster(meta=meta("Cluster", "ns", "c1"), cluster_name="c1"))
+    infra = InfraObject(meta=meta("DockerMachine", "ns", "m1"), cluster_name="c1")
+    store.upsert(infra)
+    assert store.take_dirty() == {("capi", "ns", "c1"), infra.key}
+    assert next(g for g in store.all_groups() if g == infra.key) is infra.key  # no tuple of its own
+    group = store.build(infra.key)
+    assert isinstance(group, SingleGroup) and group.obj is infra
+    changed = InfraObject(meta=meta("DockerMachine", "ns", "m1", rv="2"), cluster_name="c1", ready=True)
+    store.upsert(changed)
+    assert store.take_dirty() == {infra.key}
+    assert isinstance(group := store.build(infra.key), SingleGroup) and group.obj is changed
+    store.delete("DockerMachine", "ns", "m1")
+    assert store.take_dirty() == {infra.key}
+    assert store.build(infra.key) is None
+    assert store.all_groups() == [("capi", "ns", "c1")]
+
+
+def test_a_manifest_work_that_gains_its_owner_leaves_its_own_group_for_the_mwrs() -> None:
+    store = Store()
+    mwrs_fixture(store)
+    orphan = ManifestWork(meta=meta("ManifestWork", "cluster1", "late"))
+    store.upsert(orphan)
+    assert store.take_dirty() == {orphan.key}
+    assert isinstance(store.build(orphan.key), SingleGroup)
+    store.upsert(ManifestWork(meta=meta("ManifestWork", "cluster1", "late", rv="2"), owner="apps.hello"))
+    assert store.take_dirty() == {orphan.key, ("mwrs", "apps", "hello")}
+    assert store.build(orphan.key) is None
+    group = store.build(("mwrs", "apps", "hello"))
+    assert isinstance(group, MwrsGroup)
+    assert sorted(w.meta.name for w in group.manifest_works) == ["hello-x", "late"]
+    assert orphan.key not in store.all_groups()
 
 
 def test_managed_cluster_and_placement_changes_dirty_the_mwrs_that_read_them() -> None:

@@ -31,7 +31,8 @@ from exporter.engine.model import (
 )
 
 GroupKey = tuple[str, ...]  # of variable length so that it stays one object (see model.ObjectKey)
-"""("capi", ns, cluster) | ("mwrs", ns, name) | ("single", kind, "ns/name") | ("none", kind, "ns/name")."""
+"""("capi", ns, cluster) | ("mwrs", ns, name) | ("none", kind, "ns/name") | the key (kind, ns, name)
+of an object evaluated alone: its own tuple, so that such a group costs no object of its own."""
 
 _K = TypeVar("_K")
 
@@ -49,16 +50,16 @@ def group_key(obj: Base) -> GroupKey:
     if isinstance(obj, Cluster):
         return ("capi", ns, name)
     if isinstance(obj, ClusterClass):
-        return ("single", "ClusterClass", f"{ns}/{name}")
+        return obj.key
     if isinstance(obj, ManifestWorkReplicaSet):
         return ("mwrs", ns, name)
     if isinstance(obj, ManifestWork):
         owner = owner_of(obj)
-        return ("mwrs", *owner) if owner else ("single", "ManifestWork", f"{ns}/{name}")
+        return ("mwrs", *owner) if owner else obj.key
     if isinstance(obj, PlacementDecision):
         return ("none", "PlacementDecision", f"{ns}/{name}")
     if isinstance(obj, _ON_THEIR_OWN):
-        return ("single", obj.meta.kind, f"{ns}/{name}")
+        return obj.key
     return ("capi", ns, obj.cluster_name)
 
 
@@ -88,6 +89,8 @@ class FleetIndex:
     def __init__(self) -> None:
         self._objects: dict[ObjectKey, Base] = {}
         self._by_kind: dict[str, dict[ObjectKey, Base]] = defaultdict(dict)
+        # The objects of each group but those evaluated alone, whose group is their key (a set of
+        # one is ~250 bytes, and there is such a group for every provider object).
         self._group_objects: dict[GroupKey, set[ObjectKey]] = defaultdict(set)
         self._group_of: dict[ObjectKey, GroupKey] = _KeptTracked()
         # ManifestWorks by namespace (= managed cluster name), decisions by (namespace, placement).
@@ -112,7 +115,8 @@ class FleetIndex:
         key = group_key(obj)
         self._objects[obj.key] = obj
         self._by_kind[obj.meta.kind][obj.key] = obj
-        self._group_objects[key].add(obj.key)
+        if key != obj.key:
+            self._group_objects[key].add(obj.key)
         self._group_of[obj.key] = key
         if isinstance(obj, ManifestWork):
             self._works_in[obj.meta.namespace].add(obj.key)
@@ -145,7 +149,8 @@ class FleetIndex:
             return set()
         del self._by_kind[obj.meta.kind][key]
         gk = self._group_of.pop(key)
-        _discard(self._group_objects, gk, key)
+        if gk != key:
+            _discard(self._group_objects, gk, key)
         if isinstance(obj, ManifestWork):
             _discard(self._works_in, obj.meta.namespace, key)
         elif isinstance(obj, PlacementDecision):
@@ -153,7 +158,8 @@ class FleetIndex:
         return {gk} | self._dependents(obj)
 
     def group_keys(self) -> list[GroupKey]:
-        return [k for k in self._group_objects if k[0] != "none"]
+        alone = [k for k, g in self._group_of.items() if g == k]
+        return [k for k in self._group_objects if k[0] != "none"] + alone
 
     def _dependents(self, obj: Base) -> set[GroupKey]:
         ns, name = obj.meta.namespace, obj.meta.name
@@ -181,6 +187,8 @@ class FleetIndex:
 
     def build(self, key: GroupKey) -> Group | None:
         """The group's current contents, or None when it no longer exists."""
+        if self._group_of.get(key) == key:  # an object evaluated alone
+            return SingleGroup(self._objects[key])
         objects = [self._objects[k] for k in self._group_objects.get(key, ())]
         if not objects:
             return None

@@ -112,8 +112,8 @@ class OwnerRef:
     kind: str
     name: str
     api_version: str = ""
-    uid: str = ""
     controller: bool = False
+    # No uid: nothing reads it, and each provider object would keep its own Machine's copy.
 
 
 @dataclass(frozen=True, slots=True)

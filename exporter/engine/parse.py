@@ -225,19 +225,22 @@ def _owner_refs(f: Fields, raw: object) -> tuple[OwnerRef, ...]:
     if not items:
         return ()
     # The children of one owner carry the same references: read the fields, then share the tuple.
+    # A provider object is named after the Machine that owns it: the owner's name is then the
+    # object's own string rather than a copy of it, one per object.
     fields: list[Any] = ["owners"]
     for item in items:
         if not isinstance(item, Mapping):
             f.problem("metadata.ownerReferences[]", "object", item)
             continue
-        fields += (f.str_(item, "kind"), f.str_(item, "name"), f.str_(item, "apiVersion"),
-                   f.str_(item, "uid"), f.bool_(item, "controller") is True)
+        name = f.str_(item, "name")
+        fields += (f.str_(item, "kind"), f.name if name == f.name else name, f.str_(item, "apiVersion"),
+                   f.bool_(item, "controller") is True)
     key = tuple(fields)
     found: tuple[OwnerRef, ...] | None = recall(key)
     if found is None:
         found = remember(key, tuple(
             OwnerRef(kind=word(fields[i]), name=fields[i + 1], api_version=word(fields[i + 2]),
-                     uid=fields[i + 3], controller=fields[i + 4])
-            for i in range(1, len(fields), 5)
+                     controller=fields[i + 3])
+            for i in range(1, len(fields), 4)
         ))
     return found

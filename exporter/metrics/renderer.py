@@ -340,7 +340,8 @@ class Renderer:
         self._families = [_Family(i) for i in range(len(self.families))]
         self._entries: dict[ObjectKey, _Entry] = {}
         self._next_id = 0
-        self._group_objects: dict[GroupKey, set[ObjectKey]] = {}
+        # The objects of each group, as a tuple: most groups are one object (a set of one: ~200 bytes).
+        self._group_objects: dict[GroupKey, tuple[ObjectKey, ...]] = {}
         # Buckets with pending lines, and the bytes of those lines.
         self._dirty: dict[_Bucket, None] = {}
         self.pending_bytes = 0
@@ -370,10 +371,11 @@ class Renderer:
             # here rather than in a call to ``_put`` each.
             if entry is None or entry.obj is not obj or entry.result is not result:
                 self._put_contained(obj, result)
-        for key in self._group_objects.get(group, set()) - fresh:
-            self._drop(key)
+        for key in self._group_objects.get(group, ()):
+            if key not in fresh:
+                self._drop(key)
         if fresh:
-            self._group_objects[group] = fresh
+            self._group_objects[group] = tuple(fresh)
         else:
             self._group_objects.pop(group, None)
         self._compact()
@@ -385,7 +387,7 @@ class Renderer:
         every object with its last rendering to find the same few. False, changing nothing, when
         an object is not one of the group's: the caller then renders the whole group.
         """
-        known = self._group_objects.get(group, set())
+        known = set(self._group_objects.get(group, ()))
         if not all(obj.key in known for obj, _ in items):
             return False
         for obj, result in items:

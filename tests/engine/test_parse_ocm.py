@@ -304,7 +304,7 @@ def test_managed_cluster_addon_is_per_cluster_and_evaluated_alone() -> None:
     assert obj.cluster_name == "spoke1"
     assert [(c.type, c.status) for c in obj.conditions] == [
         ("Available", Status.FALSE), ("Degraded", Status.TRUE)]
-    assert group_key(obj) == ("single", "ManagedClusterAddOn", "spoke1/cluster-proxy")
+    assert group_key(obj) == ("ManagedClusterAddOn", "spoke1", "cluster-proxy")
     (result,) = evaluate_all([obj], 0.0)
     assert result.reported == obj.conditions and result.computed == () and result.findings == ()
     raw["status"] = {"conditions": "broken"}

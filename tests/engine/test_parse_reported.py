@@ -85,9 +85,9 @@ def test_evaluated_on_their_own_with_the_reported_conditions() -> None:
     binding = project(raw("ClusterResourceSetBinding", f"{ADDONS}/v1beta2", {"clusterName": "c1"}, name="c1",
                           labels={"cluster.x-k8s.io/cluster-name": "c1"}))
     assert crs is not None and binding is not None
-    assert group_key(crs) == ("single", "ClusterResourceSet", "ns/obj")
+    assert group_key(crs) == ("ClusterResourceSet", "ns", "obj")
     # not the Cluster's group, although it names the Cluster: no rule reads it
-    assert group_key(binding) == ("single", "ClusterResourceSetBinding", "ns/c1")
+    assert group_key(binding) == ("ClusterResourceSetBinding", "ns", "c1")
     results = {r.kind: r for r in evaluate_all([crs, binding], now=0.0)}
     reported = results["ClusterResourceSet"].reported
     assert [(c.type, c.reason) for c in reported] == [("ResourcesApplied", "Applied")]
@@ -133,7 +133,7 @@ def test_machine_drain_rule_reads_its_drain_and_names_no_cluster() -> None:
     assert isinstance(p, MachineDrainRule)
     # the label does not tie it to one Cluster: its Machines may be any Cluster's
     assert (p.behavior, p.order, p.cluster_name, p.conditions) == ("Drain", 100, "", ())
-    assert group_key(p) == ("single", "MachineDrainRule", "ns/obj")
+    assert group_key(p) == ("MachineDrainRule", "ns", "obj")
     v1beta1 = project(raw("MachineDrainRule", "cluster.x-k8s.io/v1beta1", {"drain": {"behavior": "Skip"}}))
     assert isinstance(v1beta1, MachineDrainRule)
     assert (v1beta1.behavior, v1beta1.order) == ("Skip", None)
@@ -153,7 +153,7 @@ def test_ip_address_claim_in_its_cluster_with_pool_and_address() -> None:
     assert isinstance(p, IPAddressClaim)
     assert (p.cluster_name, p.pool_kind, p.pool_name, p.address_name, p.layout) == (
         "c1", "InClusterIPPool", "nodes", "m1-0-0", "v1beta2")
-    assert group_key(p) == ("single", "IPAddressClaim", "ns/obj")  # not its Cluster's group
+    assert group_key(p) == ("IPAddressClaim", "ns", "obj")  # not its Cluster's group
 
 
 def test_ip_address_claim_before_v1beta2() -> None:

@@ -81,6 +81,15 @@ def test_names_equal_to_the_object_name_share_it() -> None:
     assert a.infrastructure_ref.name is a.meta.name
     assert a.node_name is a.meta.name
     assert dict(a.addresses)["Hostname"] is a.meta.name
+    # A provider object is named after the Machine owning it (what its info family's owner_name reads).
+    infra = project(json.loads(json.dumps({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "DockerMachine",
+        "metadata": {"name": "m-1", "namespace": "ns", "labels": {"cluster.x-k8s.io/cluster-name": "c1"},
+                     "ownerReferences": [{"apiVersion": f"{CORE}/v1beta2", "kind": "Machine", "name": "m-1",
+                                          "uid": "machine-uid", "controller": True}]},
+        "status": {"initialization": {"provisioned": True}}})))
+    assert infra is not None and infra.meta.owner == ("Machine", "m-1")
+    assert infra.meta.owner_refs[0].name is infra.meta.name
 
 
 def test_equal_maps_owner_refs_and_counters_are_shared() -> None:
@@ -107,8 +116,8 @@ def test_sharing_changes_no_value() -> None:
     assert dict(a.meta.labels) == {"cluster.x-k8s.io/cluster-name": "c1",
                                    "cluster.x-k8s.io/deployment-name": "md-0",
                                    "cluster.x-k8s.io/set-name": "md-0-abc"}
-    assert [(o.kind, o.name, o.api_version, o.uid) for o in a.meta.owner_refs] == [
-        ("MachineSet", "md-0-abc", f"{CORE}/v1beta2", "set-uid")]
+    assert [(o.kind, o.name, o.api_version, o.controller) for o in a.meta.owner_refs] == [
+        ("MachineSet", "md-0-abc", f"{CORE}/v1beta2", True)]
     assert a.conditions[0].message == "fine"
     assert a.meta.resource_version == ""  # read by nothing, unique per object: not kept
 

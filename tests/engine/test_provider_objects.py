@@ -88,7 +88,7 @@ def test_provider_object_findings(name: str, p: Base, expected: dict[str, tuple[
 def test_provider_objects_are_evaluated_on_their_own() -> None:
     """No rule of another kind reads them: a change re-evaluates only the object itself."""
     p = obj("AWSMachine", INFRA, {"ready": True})
-    assert group_key(p) == ("single", "AWSMachine", "ns/m1")
+    assert group_key(p) == ("AWSMachine", "ns", "m1")
 
 
 def test_unexpected_status_shape_is_a_finding_and_the_rest_is_still_evaluated() -> None:
