@@ -161,7 +161,6 @@ class Pipeline:
     ) -> None:
         self.store, self.sink, self.renderer, self.stats, self.keep = store, sink, renderer, stats, keep
         self.previous: dict[ObjectKey, Result] = {}
-        self._group_objects: dict[GroupKey, tuple[ObjectKey, ...]] = {}  # tuples: most groups are one object
         # Per Cluster API group, what its last evaluation leaves for the next (engine-owned data).
         self._memos: dict[GroupKey, Memo] = {}
         self.passes = 0
@@ -189,7 +188,7 @@ class Pipeline:
                 log.error("cannot evaluate a group; its objects are left out of the metrics",
                           extra={"group": _printable("/".join(key)), "error": _printable(repr(exc)[:300])},
                           exc_info=True)
-            for old in self._group_objects.pop(key, ()):
+            for old in self.renderer.members(key):
                 self.previous.pop(old, None)
             self._memos.pop(key, None)
             self.renderer.remove_group(key)
@@ -208,12 +207,11 @@ class Pipeline:
 
     def _evaluate_group(self, key: GroupKey, now: float) -> None:
         group = self.store.build(key)
-        before = self._group_objects.pop(key, ())
+        before = self.renderer.members(key)  # the group's objects as last evaluated
         if group is None:
-            for old in before:
-                self.previous.pop(old, None)
             self._memos.pop(key, None)
             self.renderer.remove_group(key)
+            self._let_go(key, before, now)
             return
         # ``previous`` still holds this group's last Results: computed conditions carry their
         # transition times over from them while their status holds.
@@ -227,10 +225,25 @@ class Pipeline:
             if obj is not None:
                 items.append((obj, result))
                 self.previous[result.key] = result
-        self._group_objects[key] = tuple([r.key for r in results])
-        for old in set(before).difference(self._group_objects[key]):
-            self.previous.pop(old, None)
         self.renderer.update_group(key, items)
+        self._let_go(key, before, now)
+
+    def _let_go(self, key: GroupKey, before: Iterable[ObjectKey], now: float) -> None:
+        """Forget the objects that left group ``key`` since ``before``.
+
+        One that moved to another group of this shard (a ManifestWork its MWRS adopts) was just
+        dropped with this group's lines, maybe after that group rendered it in this very pass:
+        that group is evaluated again, which renders it there.
+        """
+        moved: set[GroupKey] = set()
+        for old in set(before).difference(self.renderer.members(key)):
+            now_in = self.store.group_of(old)
+            if now_in is not None and now_in != key and self.keep(now_in):
+                moved.add(now_in)
+            else:
+                self.previous.pop(old, None)
+        for group in sorted(moved):
+            self.evaluate_group(group, now)
 
     async def render_exported(self, exported: Mapping[ObjectKey, GroupKey], evaluated: set[GroupKey],
                               now: float) -> None:

@@ -104,6 +104,10 @@ class Store:
     def get(self, key: ObjectKey) -> Base | None:
         return self._index.get(key)
 
+    def group_of(self, key: ObjectKey) -> GroupKey | None:
+        """The group a stored object belongs to, whatever the shard filter says."""
+        return self._index.group_of(key)
+
     def count_by_kind(self) -> dict[str, int]:
         return self._index.count_by_kind()
 

@@ -636,3 +636,39 @@ def test_a_computed_condition_that_agrees_with_the_controllers_is_that_condition
                 assert c is not r
                 rebuilt += 1
     assert shared > 1000 and rebuilt > 0
+
+
+def _moving_work(owner: str, rv: str) -> model.ManifestWork:
+    meta = model.Meta(kind="ManifestWork", api_version="work.open-cluster-management.io/v1", namespace="c1",
+                      name="w", uid="w-uid", resource_version=rv)
+    return model.ManifestWork(meta=meta, owner=owner)
+
+
+def _moving_machine(cluster: str, rv: str) -> Machine:
+    meta = model.Meta(kind="Machine", api_version="cluster.x-k8s.io/v1beta2", namespace="ns", name="m",
+                      uid="m-uid", resource_version=rv)
+    return Machine(meta=meta, cluster_name=cluster)
+
+
+@pytest.mark.parametrize(("first", "then"), [
+    (_moving_work("", "1"), _moving_work("apps.hello", "2")),  # an orphan ManifestWork is adopted by its MWRS
+    (_moving_work("apps.hello", "1"), _moving_work("", "2")),  # and let go again
+    (_moving_machine("a", "1"), _moving_machine("b", "2")),  # a Machine moves to a Cluster sorted after its own
+    (_moving_machine("b", "1"), _moving_machine("a", "2")),  # and back
+], ids=["orphan-to-mwrs", "mwrs-to-orphan", "capi-a-to-b", "capi-b-to-a"])
+def test_an_object_that_moves_to_another_group_stays_rendered(first: Base, then: Base) -> None:
+    """Both groups are evaluated in the same pass, in either order: the one the object left must
+    not take away what the one it joined rendered."""
+    store = Store()
+    pipeline = Pipeline(store, FilteringSink(store), Renderer(), ExporterStats(), lambda _key: True)
+    pipeline.clock = lambda: 1_795_176_000.0
+    mwrs = model.ManifestWorkReplicaSet(meta=model.Meta(
+        kind="ManifestWorkReplicaSet", api_version="work.open-cluster-management.io/v1alpha1",
+        namespace="apps", name="hello", uid="hello-uid"))
+    store.upsert(mwrs)
+    for obj in (first, then):
+        store.upsert(obj)
+        asyncio.run(pipeline.run_pass(store.take_dirty(), store.take_exported()))
+        expected = {r.key: r for r in evaluate_all([mwrs, obj], 1_795_176_000.0)}
+        assert pipeline.previous == expected
+        assert set(pipeline.renderer._entries) == set(expected)

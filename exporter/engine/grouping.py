@@ -103,6 +103,9 @@ class FleetIndex:
     def get(self, key: ObjectKey) -> Base | None:
         return self._objects.get(key)
 
+    def group_of(self, key: ObjectKey) -> GroupKey | None:
+        return self._group_of.get(key)
+
     def keys_of_kind(self, kind: str, namespace: str | None = None) -> list[ObjectKey]:
         return [k for k in self._by_kind.get(kind, ()) if namespace is None or k[1] == namespace]
 

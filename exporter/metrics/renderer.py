@@ -406,6 +406,10 @@ class Renderer:
     def groups(self) -> list[GroupKey]:
         return list(self._group_objects)
 
+    def members(self, group: GroupKey) -> tuple[ObjectKey, ...]:
+        """The objects ``group`` contributes: those its last ``update_group`` gave."""
+        return self._group_objects.get(group, ())
+
     def buckets(self) -> int:
         """Non-empty buckets over all families (one gzip member each)."""
         return sum(1 for fam in self._families for b in fam.buckets if b.size)
