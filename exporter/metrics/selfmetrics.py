@@ -23,9 +23,9 @@ from exporter.metrics.spec import FamilySpec, MetricType, family
 P = "fleet_status_exporter"
 MAX_RESOURCES: Final = 64  # resource label values, "other" included
 OTHER: Final = "other"
-# Where a failure was contained (errors_total{stage}): one evaluation group, one object's
-# rendering, one background task (restarted).
-STAGES: Final = ("evaluate", "render", "task")
+# Where a failure was contained (errors_total{stage}): one object's reading (kept with its
+# identity only), one evaluation group, one object's rendering, one background task (restarted).
+STAGES: Final = ("parse", "evaluate", "render", "task")
 BUILD_LABELS: Final = ("version", "revision", "branch", "build_date", "python_version", "implementation")
 
 
@@ -127,9 +127,10 @@ LAST_EVENT: Final = _decl(
 )
 ERRORS: Final = _decl(
     "fleet_status_exporter_errors_total",
-    "Failures contained to what caused them, by stage: an evaluation group (evaluate) or an object "
-    "(render) left out of the metrics, or a background task restarted (task); each is logged with "
-    "its name.", "counter", ("stage",),
+    "Failures contained to what caused them, by stage: an object read with its identity only because "
+    "reading it raised (parse: a bug, apart from invalid_objects), an evaluation group (evaluate) or an "
+    "object (render) left out of the metrics, or a background task restarted (task); each is logged "
+    "with its name.", "counter", ("stage",),
 )
 EVALUATION_DURATION: Final = _decl(
     "fleet_status_exporter_evaluation_duration_seconds", "How long the last evaluation pass took.", "gauge",

@@ -32,8 +32,7 @@ from exporter.engine.mwrs import (
     compute_placement,
 )
 from exporter.engine.ocm_objects import ROLLOUT_STATUSES
-from exporter.engine.parse import project
-from exporter.engine.parse_ocm import UNREADABLE_OBJECT
+from exporter.engine.parse import UNREADABLE_OBJECT, project
 
 from .builders import mwrs_view
 
