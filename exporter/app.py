@@ -181,8 +181,6 @@ class Pipeline:
         self._group_objects: dict[GroupKey, list[ObjectKey]] = {}
         # Per Cluster API group, what its last evaluation leaves for the next (engine-owned data).
         self._memos: dict[GroupKey, Memo] = {}
-        self.passes = 0
-        self.progress_passes = 0  # passes run before the source's first sync
         self.clock: Callable[[], float] = time.time  # the engine's ``now``; tests set their own
         self.source_synced: Callable[[], bool] = lambda: True
         # (kind, namespace) the source may not read: the engine withholds what it computes over them.
@@ -291,7 +289,6 @@ class Pipeline:
             self.evaluate_group(key, now)
             await time_slice.pause()
         self._count_render_failures()
-        self.passes += 1
         self.stats.evaluations += 1
         self.stats.evaluated_groups += len(groups)
         self.stats.last_evaluation_duration = time.perf_counter() - started
@@ -321,7 +318,6 @@ class Pipeline:
                 groups, exported = self.store.take_dirty(), self.store.take_exported()
                 if groups or exported:
                     await self.run_pass(groups, exported)
-                    self.progress_passes += 1
                 ended = time.monotonic()
                 # A pass over most of a huge fleet can take seconds: keep such passes to a fraction
                 # of the listing time.
