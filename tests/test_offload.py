@@ -80,6 +80,7 @@ async def test_a_dead_worker_is_logged_and_its_batches_built_in_a_thread(
     await asyncio.sleep(0.2)
     renderer = changed_renderer()
     snap = renderer.snapshot()
+    caplog.clear()  # from here on
     with caplog.at_level(logging.INFO, logger="exporter.offload"):
         await builder.build(snap.unbuilt())
         assert gzip.decompress(b"".join(snap.parts(gzip=True))) == b"".join(snap.texts())
