@@ -8,9 +8,10 @@ the loop evaluates only in rare progress passes, then everything listed at once;
 follows that pass. Also owns start-up and graceful shutdown on SIGTERM or SIGINT, and the
 adapters that turn each source's plain counters into self-metrics.
 
-Containment, one point per stage: a group whose evaluation raises is left out of the metrics
-(``Pipeline.evaluate_group``) and an object whose rendering raises is left out by the renderer;
-either is counted (``fleet_status_exporter_errors_total{stage}``) and logged once with its name
+Containment, one point per stage: an object whose reading raises is kept with its identity only
+(``exporter.engine.parse``, reported by ``FilteringSink``), a group whose evaluation raises is left
+out of the metrics (``Pipeline.evaluate_group``) and an object whose rendering raises is left out
+by the renderer; each is counted (``fleet_status_exporter_errors_total{stage}``) and logged once with its name
 until it recovers, and the rest is exported. Every background task runs ``supervised``: an
 exception is logged and the task restarted after a backoff, so only a signal (or a task that
 returns, on purpose) ends the process.
@@ -39,7 +40,7 @@ from exporter.config import Config, ConfigError
 from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
 from exporter.engine.model import Base, ObjectKey, Result
-from exporter.engine.parse import project
+from exporter.engine.parse import UNREADABLE_OBJECT, project
 from exporter.engine.rule_inputs import export_only_change
 from exporter.landing import page as landing_page
 from exporter.logging_setup import setup as setup_logging
@@ -76,21 +77,26 @@ class FilteringSink:
     """The store as sources see it, with --namespace and --exclude-resource applied.
 
     The kube source already scopes its watches; the files source reads whatever the manifests
-    hold, so the same filter applies to both here.
+    hold, so the same filter applies to both here, and so does the report of what the parser
+    could not read (``exporter.engine.parse``'s error policy): malformed fields are logged once
+    per object; an object whose reading raised is logged once as an error and counted in
+    ``errors["parse"]`` each time it is read (``fleet_status_exporter_errors_total``).
     """
 
-    def __init__(self, store: Store, *, namespaces: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
+    def __init__(self, store: Store, *, namespaces: Iterable[str] = (), exclude: Iterable[str] = (),
+                 errors: dict[str, int] | None = None) -> None:
         self.store = store
         self.namespaces = frozenset(namespaces)
         self.exclude = frozenset(exclude)
-        self._malformed: set[ObjectKey] = set()  # objects whose malformed fields were logged
+        self.errors = errors if errors is not None else {}  # stage -> failures, as ExporterStats.errors
+        self._logged: set[tuple[ObjectKey, bool]] = set()  # (object, whether its reading raised)
 
     def _accept(self, obj: Base) -> bool:
         # Provider objects are also excluded by their contract role (InfraMachine, BootstrapConfig, ...).
         if obj.meta.kind in self.exclude or getattr(obj, "role", None) in self.exclude:
             return False
-        if obj.problems and obj.key not in self._malformed:
-            self._log_malformed(obj)
+        if obj.problems:
+            self._report_problems(obj)
         # Cluster-scoped objects (ManagedClusters) are needed whatever the namespaces.
         return not self.namespaces or not obj.meta.namespace or obj.meta.namespace in self.namespaces
 
@@ -104,13 +110,24 @@ class FilteringSink:
     def delete(self, kind: str, namespace: str, name: str) -> None:
         self.store.delete(kind, namespace, name)
 
-    def _log_malformed(self, obj: Base) -> None:
-        """Once per object (a bound, not a cache: forgotten all at once past it); the fields are
-        read as missing, the rest of the object is exported, and each is a MalformedField finding."""
-        if len(self._malformed) >= MAX_LOGGED_OBJECTS:
-            self._malformed.clear()
-        self._malformed.add(obj.key)
+    def _report_problems(self, obj: Base) -> None:
+        """Logged once per object (a bound, not a cache: forgotten all at once past it)."""
+        raised = obj.problems[0].startswith(UNREADABLE_OBJECT)
+        if raised:
+            self.errors["parse"] = self.errors.get("parse", 0) + 1
+        if (obj.key, raised) in self._logged:
+            return
+        if len(self._logged) >= MAX_LOGGED_OBJECTS:
+            self._logged.clear()
+        self._logged.add((obj.key, raised))
         meta = obj.meta
+        if raised:
+            log.error("cannot read an object (a bug); it is exported with its identity only",
+                      extra={"object": _printable(f"{meta.kind} {meta.namespace}/{meta.name}"),
+                             "error": _printable(obj.problems[0])})
+            return
+        # The fields are read as missing, the rest of the object is exported, and each is a
+        # MalformedField finding.
         log.warning("%s %s/%s: fields read as missing (a MalformedField finding each): %s",
                     meta.kind, meta.namespace, meta.name, "; ".join(obj.problems))
 
@@ -163,8 +180,6 @@ class Pipeline:
         self.previous: dict[ObjectKey, Result] = {}
         # Per Cluster API group, what its last evaluation leaves for the next (engine-owned data).
         self._memos: dict[GroupKey, Memo] = {}
-        self.passes = 0
-        self.progress_passes = 0  # passes run before the source's first sync
         self.clock: Callable[[], float] = time.time  # the engine's ``now``; tests set their own
         self.source_synced: Callable[[], bool] = lambda: True
         # (kind, namespace) the source may not read: the engine withholds what it computes over them.
@@ -287,7 +302,6 @@ class Pipeline:
             self.evaluate_group(key, now)
             await time_slice.pause()
         self._count_render_failures()
-        self.passes += 1
         self.stats.evaluations += 1
         self.stats.evaluated_groups += len(groups)
         self.stats.last_evaluation_duration = time.perf_counter() - started
@@ -317,7 +331,6 @@ class Pipeline:
                 groups, exported = self.store.take_dirty(), self.store.take_exported()
                 if groups or exported:
                     await self.run_pass(groups, exported)
-                    self.progress_passes += 1
                 ended = time.monotonic()
                 # A pass over most of a huge fleet can take seconds: keep such passes to a fraction
                 # of the listing time.
@@ -455,14 +468,15 @@ async def _serve(config: Config, libc: runtime.Glibc | None) -> int:
     web_cfg = webconfig.load(config.web_config_file) if config.web_config_file else None
     keep = keep_shard(config.shard, config.total_shards)
     store = Store(keep=keep, export_only=export_only_change)
-    sink = FilteringSink(store, namespaces=config.namespaces, exclude=config.exclude_resources)
+    stats = ExporterStats(shard=config.shard, total_shards=config.total_shards)
+    sink = FilteringSink(store, namespaces=config.namespaces, exclude=config.exclude_resources,
+                         errors=stats.errors)
     selection = Selection(config.metric_allowlist, config.metric_denylist, config.metric_labels_allowlist,
                           config.metric_annotations_allowlist)
     families = selection.families()
     renderer = Renderer(families)
     # Labels and annotations are kept in projections only for the kinds whose family is served.
     projector = functools.partial(project, selection=selection.metadata(families))
-    stats = ExporterStats(shard=config.shard, total_shards=config.total_shards)
     pipeline = Pipeline(store, sink, renderer, stats, keep)
     build = current_build()
     log.info("starting", extra={"version": build.version, "revision": build.revision, "branch": build.branch,

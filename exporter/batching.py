@@ -39,7 +39,6 @@ class Batcher:
         max_wait: float = MAX_WAIT_SECONDS,
     ) -> None:
         self.debounce, self.busy_rate, self.max_wait = debounce, busy_rate, max_wait
-        self.extended = 0  # debounces added because changes poured in
 
     async def wait(self, changes: Callable[[], int]) -> None:
         started = last_time = time.monotonic()
@@ -56,6 +55,5 @@ class Batcher:
             extended += 1
             last_time, last_count = now, count
         if extended:
-            self.extended += extended
             log.debug("evaluation held back by a burst of changes", extra={
                 "seconds": round(now - started, 3), "changes": count - first_count})

@@ -66,8 +66,6 @@ class Worker(Generic[In, Out]):
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()  # one batch on the pipe at a time, whoever awaits it
         self._retry_at = 0.0
-        self.worker_starts = 0
-        self.worker_failures = 0
         self.reply_seconds = REPLY_SECONDS
         self._pool = ThreadPoolExecutor(THREADS, thread_name_prefix="offload")
 
@@ -178,7 +176,6 @@ class Worker(Generic[In, Out]):
             # Exchanges use the descriptors directly, with deadlines (never the buffered files).
             os.set_blocking(pipe.fileno(), False)
         self._proc = proc
-        self.worker_starts += 1
         log.info(f"{self.name} started", extra={"pid": proc.pid})
         return proc
 
@@ -188,7 +185,6 @@ class Worker(Generic[In, Out]):
             proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(self.reply_seconds)
-        self.worker_failures += 1
         self._retry_at = time.monotonic() + RETRY_SECONDS
         log.error(message, extra={"error": repr(exc), "fallback": "a thread",
                                   "retry_seconds": RETRY_SECONDS})

@@ -215,7 +215,6 @@ class ReloadingContext:
         self.tls = tls
         self._signature = _signature(tls.files)
         self.current = build_ssl_context(tls)
-        self.reloads = 0
         self.listening = build_ssl_context(tls)
         self.listening.sni_callback = self._on_hello
 
@@ -237,7 +236,6 @@ class ReloadingContext:
                 log.warning("cannot reload the TLS certificate, key or client CA; keeping the previous ones",
                             extra={"error": str(exc)})
             else:
-                self.reloads += 1
                 log.info("TLS certificate, key and client CA reloaded",
                          extra={"files": [str(p) for p in self.tls.files]})
         return self.current
@@ -321,10 +319,6 @@ class WebConfig:
         if self._contexts is None:
             self._contexts = ReloadingContext(self.tls)
         return self._contexts.listening
-
-    @property
-    def tls_reloads(self) -> int:
-        return self._contexts.reloads if self._contexts is not None else 0
 
     def sans_allowed(self, peercert: Mapping[str, Any] | None) -> bool:
         """False when ``client_allowed_sans`` is set and the peer's certificate has none of them."""

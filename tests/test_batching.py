@@ -4,9 +4,23 @@ while changes pour in, and never longer than its cap."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
+import pytest
+
 from exporter.batching import Batcher
+
+HELD_BACK = "evaluation held back by a burst of changes"
+
+
+def _held_back(caplog: pytest.LogCaptureFixture) -> bool:
+    return any(r.getMessage() == HELD_BACK for r in caplog.records)
+
+
+@pytest.fixture(autouse=True)
+def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="exporter.batching")
 
 
 class Changes:
@@ -40,23 +54,23 @@ async def _wait_while_pouring(batcher: Batcher, per_tick: int) -> float:
         await pouring
 
 
-async def test_an_ordinary_rate_waits_one_debounce() -> None:
+async def test_an_ordinary_rate_waits_one_debounce(caplog: pytest.LogCaptureFixture) -> None:
     batcher = Batcher(debounce=0.02, busy_rate=100_000, max_wait=1.0)
     elapsed = await _wait_while_pouring(batcher, per_tick=1)  # at most ~1,000 per second
-    assert batcher.extended == 0, "one debounce, never extended"
+    assert not _held_back(caplog), "one debounce, never extended"
     assert elapsed >= 0.02
 
 
-async def test_a_burst_holds_the_pass_back_until_the_cap() -> None:
+async def test_a_burst_holds_the_pass_back_until_the_cap(caplog: pytest.LogCaptureFixture) -> None:
     batcher = Batcher(debounce=0.01, busy_rate=1_000, max_wait=0.15)
     # tens of thousands per second, for as long as it takes: the cap ends the wait, or the
     # deadline fails the test
     elapsed = await asyncio.wait_for(_wait_while_pouring(batcher, per_tick=50), timeout=5.0)
-    assert batcher.extended >= 3
+    assert _held_back(caplog)
     assert elapsed >= 0.15
 
 
-async def test_the_pass_follows_a_burst_soon_after_it_ends() -> None:
+async def test_the_pass_follows_a_burst_soon_after_it_ends(caplog: pytest.LogCaptureFixture) -> None:
     batcher = Batcher(debounce=0.01, busy_rate=1_000, max_wait=5.0)
     changes = Changes(per_tick=50)
     pouring = asyncio.create_task(changes.pour())
@@ -70,11 +84,13 @@ async def test_the_pass_follows_a_burst_soon_after_it_ends() -> None:
     elapsed = await asyncio.wait_for(_timed_wait(batcher, changes), timeout=2.5)
     await ender
     await pouring
-    assert batcher.extended >= 3
+    assert _held_back(caplog)
     assert elapsed >= 0.1
 
 
-async def test_the_evaluation_loop_waits_out_a_burst_then_evaluates_once() -> None:
+async def test_the_evaluation_loop_waits_out_a_burst_then_evaluates_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """Wired into the pipeline: a change made during a burst is evaluated after the burst, in one pass."""
     from tests.test_pipeline_startup import _fill, _pipeline, _until
 
@@ -87,7 +103,7 @@ async def test_the_evaluation_loop_waits_out_a_burst_then_evaluates_once() -> No
     try:
         _fill(store)
         await _until(lambda: pipeline.ready)
-        passes = pipeline.passes
+        passes = pipeline.stats.evaluations
         cluster = next(o for o in store.all_groups() if o[0] == "capi")
         namespace, name = cluster[1], cluster[2]
         store.delete("Cluster", namespace, name)
@@ -95,9 +111,9 @@ async def test_the_evaluation_loop_waits_out_a_burst_then_evaluates_once() -> No
         while time.monotonic() < deadline:  # a burst: ~10,000 changes per second
             store.generation += 10
             await asyncio.sleep(0.001)
-        assert pipeline.passes == passes, "no pass while changes pour in"
-        await _until(lambda: pipeline.passes > passes)
-        assert pipeline.batcher.extended >= 3
+        assert pipeline.stats.evaluations == passes, "no pass while changes pour in"
+        await _until(lambda: pipeline.stats.evaluations > passes)
+        assert _held_back(caplog)
         assert ("Cluster", namespace, name) not in pipeline.previous
     finally:
         loop.cancel()

@@ -3,9 +3,14 @@ generated docs that match it."""
 
 from __future__ import annotations
 
+import ast
+from collections import Counter
+from pathlib import Path
+
 import pytest
 
-from exporter.metrics import catalog, docs, reasons, selfmetrics
+import exporter
+from exporter.metrics import catalog, docs, process, reasons, selfmetrics
 from exporter.metrics.capi import CLUSTER_PHASES, MACHINE_PHASES, MD_PHASES, MP_PHASES
 
 ID = ("name", "namespace", "uid")
@@ -178,3 +183,32 @@ def test_docs_are_generated_from_the_catalog():
         assert f"`{name}`" in text
     for fam in selfmetrics.FAMILIES:
         assert f"`{fam.name}`" in text
+
+
+def _string_literals(root: Path) -> Counter[str]:
+    """Every string constant of every module under ``root``, counted (f-string parts included)."""
+    found: Counter[str] = Counter()
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found[node.value] += 1
+    return found
+
+
+def test_every_family_name_is_one_literal_in_the_package():
+    """grep for a family's name finds the one line declaring it: no name is assembled from a prefix
+    (it would be found zero times) or repeated elsewhere (found twice)."""
+    literals = _string_literals(Path(exporter.__file__).parent)
+    families = [*catalog.object_families(), *selfmetrics.FAMILIES, *process.FAMILIES]
+    assert len(families) > 300
+    wrong = {fam.name: literals[fam.name] for fam in families if literals[fam.name] != 1}
+    assert wrong == {}, "family names not written exactly once as a complete string literal"
+
+
+def test_the_literal_count_sees_assembled_names(tmp_path):
+    (tmp_path / "m.py").write_text(
+        'P = "capi_x"\nA = f"{P}_info"\nB = "capi_x_created"\nC = ("capi_x_created",)\n', encoding="utf-8",
+    )
+    literals = _string_literals(tmp_path)
+    assert literals["capi_x_info"] == 0
+    assert literals["capi_x_created"] == 2

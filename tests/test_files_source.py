@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from exporter.sources.files import FileSource, load, manifest_files, raw_objects
+from exporter.sources.files import FileSource, load, raw_objects
 from exporter.store import Store
 
 
@@ -50,7 +50,9 @@ def test_directories_are_walked_and_hidden_or_foreign_files_skipped(tmp_path):
     (tmp_path / "notes.txt").write_text("not a manifest")
     (tmp_path / ".hidden").mkdir()
     write(tmp_path / ".hidden" / "c.yaml", cluster("c"))
-    assert [p.name for p in manifest_files(tmp_path)] == ["a.yaml", "b.yml"]
+    loaded = load(tmp_path)
+    assert sorted(o.meta.name for o in loaded.projections) == ["a", "b"]
+    assert loaded.errors == []
 
 
 def test_a_broken_file_is_reported_and_the_others_still_load(tmp_path):

@@ -22,6 +22,7 @@ import pytest
 
 from exporter import app as app_module
 from exporter.app import FilteringSink, Pipeline
+from exporter.engine import parse, parse_ocm
 from exporter.engine.grouping import GroupKey
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats, render
@@ -110,6 +111,61 @@ async def test_a_group_whose_evaluation_raises_costs_only_that_group(
     monkeypatch.setattr(app_module, "evaluate_group_reusing", real)  # fixed: the group comes back
     await pipeline.run_pass(set(groups))
     assert 'name="m2"' in pipeline.renderer.render_body().decode()
+
+
+def _mwrs(name: str, conditions: object = ()) -> dict[str, Any]:
+    return {"apiVersion": "work.open-cluster-management.io/v1alpha1", "kind": "ManifestWorkReplicaSet",
+            "metadata": {"name": name, "namespace": "ns"}, "status": {"conditions": conditions}}
+
+
+@pytest.mark.pure_python
+@pytest.mark.parametrize(("broken", "malformed"), [
+    ("Machine", _mwrs("bad-fields", conditions="not a list")),
+    ("ManifestWorkReplicaSet", {**cluster("bad-fields"), "status": {"conditions": "not a list"}}),
+], ids=["capi", "ocm"])
+async def test_an_object_whose_reading_raises_is_logged_once_and_counted_apart_from_bad_input(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, broken: str,
+    malformed: dict[str, Any],
+) -> None:
+    def boom(*_: object) -> Any:
+        raise ZeroDivisionError("a bug in a reader")
+
+    # One kind's reader has a bug; an object of another kind has a malformed field (bad input).
+    monkeypatch.setattr(parse, "CAPI_READERS", {key: (boom if key[1] == broken else reader)
+                                                for key, reader in parse.CAPI_READERS.items()})
+    if broken == "ManifestWorkReplicaSet":
+        monkeypatch.setitem(parse_ocm._READERS, broken, boom)  # type: ignore[index]
+    docs = [cluster("c1"), machine("m1", "c1"), _mwrs("w1"), malformed]
+    fleet = tmp_path / "fleet.json"
+    fleet.write_text(json.dumps({"kind": "List", "items": docs}))
+    store = Store()
+    stats = ExporterStats()
+    sink = FilteringSink(store, errors=stats.errors)
+    pipeline = Pipeline(store, sink, Renderer(), stats, lambda _key: True)
+    pipeline.clock = lambda: NOW
+    source = FileSource(tmp_path, sink)
+    with caplog.at_level(logging.WARNING, logger="exporter.app"):
+        await source.poll_once()
+        fleet.write_text(json.dumps({"kind": "List", "items": docs}, indent=1))  # read again
+        await source.poll_once()
+    await pipeline.run_pass(store.take_dirty())
+
+    assert _error_count(stats, "parse") == 2  # each read of the one object; the malformed one is not a bug
+    assert source.stats.invalid == {}  # nor is either of them invalid input
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    name = "ns/m1" if broken == "Machine" else "ns/w1"
+    assert getattr(errors[0], "object", "") == f"{broken} {name}"
+    assert "ZeroDivisionError: a bug in a reader" in str(getattr(errors[0], "error", ""))
+    malformed = [r for r in caplog.records if "bad-fields" in r.getMessage()]
+    assert len(malformed) == 1 and malformed[0].levelno == logging.WARNING
+    # Both are still exported, by their identity, with a finding each.
+    body = pipeline.renderer.render_body().decode()
+    short = name.split("/")[1]
+    finding = "capi_finding" if broken == "Machine" else "ocm_manifestworkreplicaset_finding"
+    assert any(line.startswith(finding) and f'name="{short}"' in line and 'code="MalformedField"' in line
+               for line in body.splitlines())
+    assert 'name="bad-fields"' in body and 'name="c1"' in body
 
 
 async def test_a_failing_background_task_is_restarted_not_ended() -> None:

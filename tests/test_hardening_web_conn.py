@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import resource
 import signal
@@ -215,7 +216,7 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout(mo
 
 
 @pytest.mark.pure_python
-async def test_a_stopped_compression_worker_is_not_waited_for(monkeypatch):
+async def test_a_stopped_compression_worker_is_not_waited_for(monkeypatch, caplog):
     from exporter import offload
 
     monkeypatch.setattr(offload, "REPLY_SECONDS", 1.0, raising=False)
@@ -234,8 +235,9 @@ async def test_a_stopped_compression_worker_is_not_waited_for(monkeypatch):
         builds = [asyncio.ensure_future(builder.build(r.snapshot().unbuilt(), after_batch=r.install))
                   for r in renderers]
         assert await asyncio.wait_for(asyncio.to_thread(lambda: 42), 5) == 42
-        await asyncio.wait_for(asyncio.gather(*builds), 30)
-        assert builder.worker_failures >= 1
+        with caplog.at_level(logging.WARNING, logger="exporter.offload"):
+            await asyncio.wait_for(asyncio.gather(*builds), 30)
+        assert any("compression worker" in r.getMessage() for r in caplog.records)  # given up on, logged
         for renderer in renderers:
             assert not list(renderer.snapshot().unbuilt())
     finally:

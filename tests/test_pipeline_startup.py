@@ -49,12 +49,11 @@ async def test_nothing_is_evaluated_before_sync_then_everything_at_once() -> Non
     try:
         _fill(store)
         await asyncio.sleep(0.05)  # many debounce periods
-        assert pipeline.passes == 0 and len(pipeline.renderer) == 0 and not pipeline.ready
+        assert pipeline.stats.evaluations == 0 and len(pipeline.renderer) == 0 and not pipeline.ready
         groups = len(store.all_groups())
         synced[0] = True
         await _until(lambda: pipeline.ready)
-        assert pipeline.passes == 1 and pipeline.stats.evaluated_groups == groups
-        assert pipeline.progress_passes == 0
+        assert pipeline.stats.evaluations == 1 and pipeline.stats.evaluated_groups == groups
         # Ready means every object listed at sync has its Result and is rendered.
         expected = evaluate_all(load(ROOT / "examples").projections, NOW)
         assert pipeline.previous == {r.key: r for r in expected}
@@ -68,15 +67,14 @@ async def test_progress_passes_before_sync_do_not_make_the_pipeline_ready() -> N
     loop = asyncio.create_task(pipeline.run(debounce=0.001, progress=0.01))
     try:
         _fill(store)
-        await _until(lambda: pipeline.progress_passes >= 1)
+        await _until(lambda: pipeline.stats.evaluations >= 1)  # before sync: a progress pass
         assert len(pipeline.renderer) > 0, "a progress pass renders what was listed so far"
         assert not pipeline.ready
-        passes = pipeline.passes
+        passes = pipeline.stats.evaluations
         await asyncio.sleep(0.05)
-        assert pipeline.passes == passes, "nothing changed: no further pass"
+        assert pipeline.stats.evaluations == passes, "nothing changed: no further pass"
         synced[0] = True
         await _until(lambda: pipeline.ready)
-        assert pipeline.progress_passes == passes
     finally:
         loop.cancel()
 
@@ -90,10 +88,10 @@ async def test_after_the_first_sync_changes_are_evaluated_even_when_the_source_i
         _fill(store)
         await _until(lambda: pipeline.ready)
         synced[0] = False
-        passes = pipeline.passes
+        passes = pipeline.stats.evaluations
         cluster = next(o for o in load(ROOT / "examples").projections if o.meta.kind == "Cluster")
         store.delete("Cluster", cluster.meta.namespace, cluster.meta.name)
-        await _until(lambda: pipeline.passes > passes)
+        await _until(lambda: pipeline.stats.evaluations > passes)
         assert cluster.key not in pipeline.previous
     finally:
         loop.cancel()

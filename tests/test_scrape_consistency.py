@@ -111,8 +111,8 @@ async def test_burst_of_events_never_mixes_versions_and_deletions_vanish(aiohttp
         deleted = names[::2]
         for _, name in deleted:
             sink.delete("MachineDeployment", "ns", name)
-        passes = pipeline.passes
-        while pipeline.passes == passes:
+        passes = pipeline.stats.evaluations
+        while pipeline.stats.evaluations == passes:
             await asyncio.sleep(0.002)
         # The pass that saw the deletions has completed: the very next scrape must not show them.
         text = await (await client.get("/metrics")).text()

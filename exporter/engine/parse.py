@@ -2,8 +2,16 @@
 
 Owns the dispatch by kind, the metadata every projection keeps (only the labels and annotations
 the engine reads, so memory stays bounded, plus those a ``MetadataSelection`` names for export,
-which no rule reads), and the guarantee that ``project`` never raises. The
-three CAPI storage layouts it normalises (see ``parse_capi.py`` for the per-kind paths):
+which no rule reads), and the error policy every kind follows, which makes ``project`` never raise:
+
+- an object whose identity (kind, name) cannot be read gives None: the source counts and skips it;
+- a field of the wrong type or shape is recorded in ``problems`` (a MalformedField finding each)
+  and read as missing; the rest of the object is read and exported;
+- an exception while reading an object whose identity was read is a bug, not bad input: the
+  object is kept with its identity only and one problem starting with ``UNREADABLE_OBJECT``,
+  which the composition root logs with the object's name and counts apart from bad input.
+
+The three CAPI storage layouts it normalises (see ``parse_capi.py`` for the per-kind paths):
 
 - ``v1beta2`` (CAPI 1.11+): metav1 conditions in ``status.conditions``, old ones under
   ``status.deprecated.v1beta1``;
@@ -11,20 +19,40 @@ three CAPI storage layouts it normalises (see ``parse_capi.py`` for the per-kind
 - ``v1beta1`` (CAPI 1.5-1.8): only the old conditions (with severity) and flat counters.
 
 Counters are read by *meaning*: a projection's ``Counters`` always hold v1beta2 meanings.
-Unreadable fields are recorded in ``problems`` and treated as missing; unknown kinds give None.
+Unknown kinds give None.
 Owns no rules (the per-kind modules), no per-kind paths (``parse_capi.py``) and no field decoding
 (``parse_fields.py``); OCM kinds are delegated to ``parse_ocm.project_ocm``.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final
 
-from exporter.engine.model import EMPTY_MAP, Base, Meta, OwnerRef
+from exporter.engine.model import (
+    EMPTY_MAP,
+    Base,
+    BootstrapConfig,
+    Cluster,
+    ClusterClass,
+    ClusterResourceSet,
+    ClusterResourceSetBinding,
+    ExtensionConfig,
+    InfraMachinePool,
+    InfraObject,
+    IPAddressClaim,
+    KubeadmControlPlane,
+    Machine,
+    MachineDeployment,
+    MachineDrainRule,
+    MachineHealthCheck,
+    MachinePool,
+    MachineSet,
+    Meta,
+    OwnerRef,
+)
 from exporter.engine.parse_capi import (
     CAPI_READERS,
     PAUSED_ANNOTATION,
@@ -47,6 +75,7 @@ from exporter.engine.parse_fields import (
     shared_map,
     word,
 )
+from exporter.engine.parse_ocm import BARE_OCM, project_ocm
 
 # Provider groups, matched by suffix: a provider may serve its kinds from a group of its own
 # under these (vmware.infrastructure.cluster.x-k8s.io).
@@ -69,6 +98,20 @@ _MAX_LABELS: Final = 64
 _MAX_OWNERS: Final = 16
 _NO_MAP: Final[Mapping[str, Any]] = MappingProxyType({})
 ALL_KEYS: Final = "*"
+UNREADABLE_OBJECT: Final = "<reader error>"  # how the problem recorded when reading raised begins
+_MAX_ERROR: Final = 300
+# The projection of each kind holding its identity only: what an object becomes when reading it raised.
+_BARE: Final[Mapping[str, type[Base]]] = MappingProxyType({
+    "Cluster": Cluster, "ClusterClass": ClusterClass, "Machine": Machine, "MachineSet": MachineSet,
+    "MachineDeployment": MachineDeployment, "MachinePool": MachinePool,
+    "MachineHealthCheck": MachineHealthCheck, "KubeadmControlPlane": KubeadmControlPlane,
+    "ClusterResourceSet": ClusterResourceSet, "ClusterResourceSetBinding": ClusterResourceSetBinding,
+    "ExtensionConfig": ExtensionConfig, "MachineDrainRule": MachineDrainRule,
+    "IPAddressClaim": IPAddressClaim, **BARE_OCM,
+})
+_BARE_PROVIDER: Final[Mapping[Reader, type[Base]]] = MappingProxyType({
+    infra_object: InfraObject, infra_machine_pool: InfraMachinePool, bootstrap_config: BootstrapConfig,
+})
 
 
 def _no_keys() -> Mapping[str, frozenset[str]]:
@@ -98,16 +141,40 @@ def project(raw: Mapping[str, Any], previous: Base | None = None,
     what the object held: its equal conditions are taken from ``previous`` rather than built
     again, and a projection equal to ``previous`` is ``previous`` itself. The result is equal to
     what ``project(raw)`` gives either way. ``selection``: the labels and annotations to keep
-    for export besides those the engine reads.
+    for export besides those the engine reads. Never raises (see the module's error policy).
     """
     try:
         return project_unguarded(raw, previous, selection)
-    except Exception:  # a bug here must cost one object, never the informer; tests call the unguarded form
+    except Exception as error:  # a bug costs one object's details, never the object or the source
+        return _identity_only(raw, error)
+
+
+def _identity_only(raw: Mapping[str, Any], error: Exception) -> Base | None:
+    """The object with its identity only and the error as its one problem; None where even its
+    identity cannot be read or its kind is not one the engine reads."""
+    try:
+        meta = _meta(raw, Fields(), NO_SELECTION)
+        if meta is None:
+            return None
+        bare = _BARE.get(meta.kind)
+        if bare is None:
+            reader = _provider_reader(_group(meta), meta.kind)
+            bare = _BARE_PROVIDER.get(reader) if reader is not None else None
+        if bare is None:
+            return None
+        text = f"{UNREADABLE_OBJECT}: {type(error).__name__}: {error}"
+        return bare(meta=meta, problems=(bounded(text, _MAX_ERROR),))
+    except Exception:
         return None
+
+
+def _group(meta: Meta) -> str:
+    return meta.api_version.rsplit("/", 1)[0] if "/" in meta.api_version else ""
 
 
 def project_unguarded(raw: Mapping[str, Any], previous: Base | None = None,
                       selection: MetadataSelection = NO_SELECTION) -> Base | None:
+    """``project`` without its guard: raises what a reader raises (tests call it to see bugs)."""
     if not isinstance(raw, Mapping):
         return None
     reusable = (previous.conditions, previous.v1beta1_conditions) if previous is not None else ()
@@ -115,9 +182,9 @@ def project_unguarded(raw: Mapping[str, Any], previous: Base | None = None,
     meta = _meta(raw, fields, selection)
     if meta is None:
         return None
-    group = meta.api_version.rsplit("/", 1)[0] if "/" in meta.api_version else ""
+    group = _group(meta)
     if meta.kind in OCM_KINDS:
-        return _project_ocm(raw, meta, fields.problems)
+        return project_ocm(raw, meta, fields.problems)
     reader = CAPI_READERS.get((group, meta.kind)) or _provider_reader(group, meta.kind)
     if reader is None:
         return None
@@ -146,18 +213,6 @@ def _provider_reader(group: str, kind: str) -> Reader | None:
 def in_group(group: str, provider_group: str) -> bool:
     """``group`` is ``provider_group`` or a group under it."""
     return group == provider_group or group.endswith(f".{provider_group}")
-
-
-def _project_ocm(raw: Mapping[str, Any], meta: Meta, problems: list[str]) -> Base | None:
-    try:  # written separately; until it exists OCM kinds are ignored like unknown ones
-        module = importlib.import_module("exporter.engine.parse_ocm")
-    except ImportError:
-        return None
-    project_ocm = getattr(module, "project_ocm", None)
-    if project_ocm is None:
-        return None
-    result = project_ocm(raw, meta, problems)
-    return result if isinstance(result, Base) else None
 
 
 # ---- metadata every kind shares ---------------------------------------------------------------

@@ -13,8 +13,9 @@ afford to keep both specs, so both sides keep ``spec_hash``: a SHA-256 of the ca
 ``workload`` + ``manifestConfigs`` (null, empty-map and empty-list values dropped, so that API
 defaulting of empty fields does not make equal specs differ).
 
-``project_ocm`` never raises: fields present with the wrong type are recorded in ``problems``
-and read as missing. Owns no rules (``mwrs.py``) and no metadata reading (``parse.py``).
+Fields present with the wrong type are recorded in ``problems`` and read as missing; an exception
+in a reader is left to ``parse.project``'s error policy, the same for every kind. Owns no rules
+(``mwrs.py``) and no metadata reading (``parse.py``).
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ CLAIM_PRODUCT: Final = "product.open-cluster-management.io"
 CLAIM_REGION: Final = "region.open-cluster-management.io"
 WELL_KNOWN_CLAIMS: Final = frozenset({CLAIM_ID, CLAIM_PLATFORM, CLAIM_PRODUCT, CLAIM_REGION})
 MAX_CLAIM: Final = 253  # label values: a claim value may be up to 1024 characters
-UNREADABLE_OBJECT: Final = "<reader error>"  # the path of the problem recorded when a reader fails
 
 _DECISION_GROUPS_TEXT = re.compile(r"^\s*(\d{1,9}) \((\d{1,9}) / (\d{1,9}) clusters applied\)\s*$")
 _SUMMARY_INTS: Final = ("total", "available", "progressing", "degraded")
@@ -75,13 +75,7 @@ def project_ocm(raw: Mapping[str, Any], meta: Meta, problems: list[str]) -> Base
     reader = _READERS.get(meta.kind)
     if reader is None:
         return None
-    fields = Fields(problems)
-    try:
-        projection = reader(raw, meta, fields)
-    except Exception as error:  # a bug must cost one object's details, never the object
-        fields.problem(UNREADABLE_OBJECT, "readable object", error)
-        projection = _BARE[meta.kind](meta=meta)
-    return _with_problems(projection, problems)
+    return _with_problems(reader(raw, meta, Fields(problems)), problems)
 
 
 def _with_problems(projection: Base, problems: list[str]) -> Base:
@@ -335,7 +329,8 @@ _READERS: Final[Mapping[str, _Reader]] = {
     "Placement": _placement,
     "PlacementDecision": _placement_decision,
 }
-_BARE: Final[Mapping[str, type[Base]]] = {
+# The projection of each kind holding its identity only (``parse.project``'s error policy).
+BARE_OCM: Final[Mapping[str, type[Base]]] = {
     "ManifestWorkReplicaSet": ManifestWorkReplicaSet,
     "ManifestWork": ManifestWork,
     "ManagedCluster": ManagedCluster,

@@ -1,4 +1,4 @@
-"""Families every kind shares, built for a given name prefix, and small extractor helpers.
+"""Families every kind shares, each named in full by the kind that has it, and small extractor helpers.
 
 Owns the condition families (the kube-state-metrics state set and transition time, plus the
 reason, computed and mismatch extensions), creation and deletion timestamps, the paused
@@ -100,66 +100,76 @@ def _paused_annotation(s: Subject[Any]) -> Iterable[Sample]:
     return [((s.obj.meta.annotations.get(PAUSED_ANNOTATION, "true"),), 1.0)]
 
 
-def condition_families(prefix: str, kind: str, *, compat: bool = True) -> tuple[FamilySpec, ...]:
-    """``compat``: the names and labels are those of the Cluster API kube-state-metrics config."""
-    return (
+def condition_families(
+    kind: str, *, status: str, transition: str, reason: str, computed: str = "", mismatch: str = "",
+    compat: bool = True,
+) -> tuple[FamilySpec, ...]:
+    """The condition families of a kind, each named in full by its caller; the computed and
+    mismatch ones only where named (a kind with nothing computed has none).
+
+    ``compat``: the names and labels are those of the Cluster API kube-state-metrics config.
+    """
+    out = [
         family(
-            f"{prefix}_status_condition",
+            status,
             f"The current status of each condition of a {kind}: the controller's v1beta2 condition, "
             "or the exporter's computed one where the controller reports none.",
             "stateset", ("type", "status"), "status.conditions (effective)", _conditions, compat=compat,
             reads="conditions",
         ),
         family(
-            f"{prefix}_status_condition_last_transition_time",
+            transition,
             f"The lastTransitionTime of each effective condition of a {kind}, in Unix seconds.",
             "gauge", ("type", "status"), "status.conditions[].lastTransitionTime", _transition_times,
             compat=compat, reads="conditions",
         ),
         family(
-            f"{prefix}_status_condition_reason",
+            reason,
             f"The reason of each effective condition of a {kind} (bounded; unlisted reasons read Other).",
             "info", ("type", "reason"), "status.conditions[].reason", _reasons, reads="conditions",
         ),
-        family(
-            f"{prefix}_status_condition_computed",
+    ]
+    if computed:
+        out.append(family(
+            computed,
             f"1 for each {kind} condition the exporter computes because the controller reports none "
             "of that type; absent for the controller's own conditions.",
             "gauge", ("type",), "engine", _computed, reads="conditions",
-        ),
-        family(
-            f"{prefix}_status_condition_mismatch",
+        ))
+    if mismatch:
+        out.append(family(
+            mismatch,
             f"1 for each {kind} condition whose reported status differs from the status the exporter "
             "computes for it; absent when they agree or only one side exists.",
             "gauge", ("type",), "engine vs status.conditions", _mismatch, reads="result",
-        ),
-    )
+        ))
+    return tuple(out)
 
 
 def metadata_families(
-    prefix: str, kind: str, *, paused_annotation: bool = True, compat: bool = True,
-    object_labels: bool = True,
+    kind: str, *, created: str, deletion: str, paused: str = "", labels: str = "", annotations: str = "",
+    compat: bool = True,
 ) -> tuple[FamilySpec, ...]:
-    """Creation and deletion time, the paused annotation, the allowlisted labels and annotations
-    (``object_labels``: for the kinds the allowlist flags can name)."""
+    """Creation and deletion time, and, where named, the paused annotation and the allowlisted
+    labels and annotations (for the kinds the allowlist flags can name)."""
     out = [
         family(
-            f"{prefix}_created", f"Unix creation timestamp of a {kind}.", "gauge", (),
+            created, f"Unix creation timestamp of a {kind}.", "gauge", (),
             "metadata.creationTimestamp", _created, compat=compat, reads="object",
             fields=("meta.creation_timestamp",),
         ),
         family(
-            f"{prefix}_deletion_timestamp_seconds",
+            deletion,
             f"Unix time the deletion of a {kind} was requested; absent while not deleting "
             "(time() minus it is the deletion age).",
             "gauge", (), "metadata.deletionTimestamp", _deletion, reads="object",
             fields=("meta.deletion_timestamp",),
         ),
     ]
-    if paused_annotation:
+    if paused:
         out.append(
             family(
-                f"{prefix}_annotation_paused",
+                paused,
                 f"Whether a {kind} carries the cluster.x-k8s.io/paused annotation "
                 "(series only when present).",
                 "info", ("paused_value",), "metadata.annotations['cluster.x-k8s.io/paused']",
@@ -167,8 +177,10 @@ def metadata_families(
                 fields=("paused_annotation", "meta.annotations"),
             )
         )
-    if object_labels:
-        out.extend(object_label_families(prefix, kind, resource_name(kind)))
+    if labels:
+        out.append(labels_family(labels, kind, resource_name(kind)))
+    if annotations:
+        out.append(annotations_family(annotations, kind, resource_name(kind)))
     return tuple(out)
 
 
@@ -230,36 +242,38 @@ def prometheus_labels(prefix: str, entries: Mapping[str, str]) -> tuple[str, ...
     return tuple(out)
 
 
-def object_label_families(prefix: str, kind: str, resource: str) -> tuple[FamilySpec, ...]:
-    """``<prefix>_labels`` and ``<prefix>_annotations``: one series per object, value 1, its
-    labels (annotations) as ``label_<key>`` (``annotation_<key>``) for the keys the allowlists
-    name for ``resource``. Served only for the resources an allowlist names."""
+def _labels(s: Subject[Any]) -> Iterable[Sample]:
+    return [(prometheus_labels("label", s.obj.meta.exported_labels), 1.0)]
 
-    def labels(s: Subject[Any]) -> Iterable[Sample]:
-        return [(prometheus_labels("label", s.obj.meta.exported_labels), 1.0)]
 
-    def annotations(s: Subject[Any]) -> Iterable[Sample]:
-        return [(prometheus_labels("annotation", s.obj.meta.exported_annotations), 1.0)]
+def _annotations(s: Subject[Any]) -> Iterable[Sample]:
+    return [(prometheus_labels("annotation", s.obj.meta.exported_annotations), 1.0)]
 
-    return (
-        family(
-            f"{prefix}_labels",
-            f"The labels of a {kind} that --metric-labels-allowlist names for {resource}, as "
-            "label_<key> labels (kube-state-metrics' sanitisation); served only when it names some.",
-            "info", (), "metadata.labels", labels, reads="object", fields=("meta.exported_labels",),
-            free_labels="label",
-        ),
-        family(
-            f"{prefix}_annotations",
-            f"The annotations of a {kind} that --metric-annotations-allowlist names for {resource}, "
-            "as annotation_<key> labels; served only when it names some.",
-            "info", (), "metadata.annotations", annotations, reads="object",
-            fields=("meta.exported_annotations",), free_labels="annotation",
-        ),
+
+def labels_family(name: str, kind: str, resource: str) -> FamilySpec:
+    """kube-state-metrics' ``*_labels``: one series per object, value 1, its labels as
+    ``label_<key>`` for the keys the allowlist names for ``resource`` (served only then)."""
+    return family(
+        name,
+        f"The labels of a {kind} that --metric-labels-allowlist names for {resource}, as "
+        "label_<key> labels (kube-state-metrics' sanitisation); served only when it names some.",
+        "info", (), "metadata.labels", _labels, reads="object", fields=("meta.exported_labels",),
+        free_labels="label",
     )
 
 
-def phase_family(prefix: str, kind: str, phases: Sequence[str], *, compat: bool = True) -> FamilySpec:
+def annotations_family(name: str, kind: str, resource: str) -> FamilySpec:
+    """kube-state-metrics' ``*_annotations``, as ``labels_family`` for annotations."""
+    return family(
+        name,
+        f"The annotations of a {kind} that --metric-annotations-allowlist names for {resource}, "
+        "as annotation_<key> labels; served only when it names some.",
+        "info", (), "metadata.annotations", _annotations, reads="object",
+        fields=("meta.exported_annotations",), free_labels="annotation",
+    )
+
+
+def phase_family(name: str, kind: str, phases: Sequence[str], *, compat: bool = True) -> FamilySpec:
     def extract(s: Subject[Any]) -> Iterable[Sample]:
         phase = s.result.phase if s.result.phase is not None else getattr(s.obj, "phase", "")
         if not phase:
@@ -267,7 +281,7 @@ def phase_family(prefix: str, kind: str, phases: Sequence[str], *, compat: bool 
         return [((p,), 1.0 if p == phase else 0.0) for p in phases]
 
     return family(
-        f"{prefix}_status_phase",
+        name,
         f"The phase of a {kind}, one series per known phase ({', '.join(phases)}).",
         "stateset", ("phase",), "status.phase", extract, compat=compat,
     )
@@ -306,7 +320,7 @@ def counter_family(
 
 
 def counter_check_families(
-    prefix: str, kind: str, counters: Sequence[tuple[str, CounterReader]]
+    kind: str, counters: Sequence[tuple[str, CounterReader]], *, computed: str, mismatch: str
 ) -> tuple[FamilySpec, FamilySpec]:
     """The engine's own value of each counter of ``counters`` and where the object reports another.
 
@@ -316,7 +330,7 @@ def counter_check_families(
     """
     keys = tuple(key for key, _ in counters)
 
-    def computed(s: Subject[Any]) -> Iterable[Sample]:
+    def engine(s: Subject[Any]) -> Iterable[Sample]:
         found = s.result.counters
         out: list[Sample] = []
         for key in keys:
@@ -325,7 +339,7 @@ def counter_check_families(
                 out.append(((key,), float(value)))
         return out
 
-    def mismatch(s: Subject[Any]) -> Iterable[Sample]:
+    def differs(s: Subject[Any]) -> Iterable[Sample]:
         found = s.result.counters
         out: list[Sample] = []
         for key, read in counters:
@@ -336,16 +350,16 @@ def counter_check_families(
 
     return (
         family(
-            f"{prefix}_status_replicas_computed",
+            computed,
             f"The replica counters of a {kind} as the exporter computes them from its objects, one series "
             "per counter (status field name); absent where the exporter computes none.",
-            "gauge", ("counter",), "engine", computed, reads="result",
+            "gauge", ("counter",), "engine", engine, reads="result",
         ),
         family(
-            f"{prefix}_status_replicas_mismatch",
+            mismatch,
             f"1 for each replica counter of a {kind} whose reported value differs from the one the "
             "exporter computes; absent when they agree or only one side exists.",
-            "gauge", ("counter",), "engine vs status", mismatch,
+            "gauge", ("counter",), "engine vs status", differs,
         ),
     )
 

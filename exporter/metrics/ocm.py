@@ -40,9 +40,8 @@ from exporter.metrics.common import (
     phase_family,
 )
 from exporter.metrics.exposition import Sample
-from exporter.metrics.spec import FamilySpec, KindSpec, Subject, family
+from exporter.metrics.spec import FamilySpec, KindSpec, Subject, family, lean
 
-P_MWRS = "ocm_manifestworkreplicaset"
 IDENTITY: Final[tuple[str, ...]] = ("name", "namespace", "uid")
 CLUSTER_IDENTITY = ("name", "uid")  # ManagedClusters are cluster-scoped
 
@@ -53,27 +52,48 @@ MANAGEDCLUSTER_PHASES: Final = (AVAILABLE, UNAVAILABLE, "Unknown")
 DESIRED_CLUSTERS_KEY: Final = "desiredClusters"
 _PLACEMENT_KEY = re.compile(r"^placements\[(?P<name>[^\]]*)\]\.(?P<field>\w+)$")
 
-_SUMMARY_FIELDS: tuple[tuple[str, str, str], ...] = (
-    ("", "total", "The number of clusters with an up-to-date ManifestWork (summary.total)"),
-    ("_applied", "applied", "The number of clusters whose ManifestWork is Applied (summary.applied)"),
-    ("_available", "available", "The number of clusters whose ManifestWork is Available (summary.available)"),
-    ("_progressing", "progressing", "The number of clusters whose ManifestWork is Progressing"),
-    ("_degraded", "degraded", "The number of clusters whose ManifestWork is Degraded (summary.degraded)"),
+# The texts of the rollout summary's fields, for the MWRS total and each placement's.
+_SUMMARY_TEXTS: Final = {
+    "total": "The number of clusters with an up-to-date ManifestWork (summary.total)",
+    "applied": "The number of clusters whose ManifestWork is Applied (summary.applied)",
+    "available": "The number of clusters whose ManifestWork is Available (summary.available)",
+    "progressing": "The number of clusters whose ManifestWork is Progressing",
+    "degraded": "The number of clusters whose ManifestWork is Degraded (summary.degraded)",
+}
+# "summary" may not appear in a gauge's name (promtool), hence status_clusters_<field>.
+_SUMMARY_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("ocm_manifestworkreplicaset_status_clusters", "total"),
+    ("ocm_manifestworkreplicaset_status_clusters_applied", "applied"),
+    (lean("ocm_manifestworkreplicaset_status_clusters_available"), "available"),
+    ("ocm_manifestworkreplicaset_status_clusters_progressing", "progressing"),
+    (lean("ocm_manifestworkreplicaset_status_clusters_degraded"), "degraded"),
+)
+_PLACEMENT_FAMILIES: tuple[tuple[str, str, str], ...] = (
+    (lean("ocm_manifestworkreplicaset_placement_desired_clusters"), "desiredClusters",
+     "The number of clusters a Placement selects"),
+    (lean("ocm_manifestworkreplicaset_placement_clusters"), "total", _SUMMARY_TEXTS["total"]),
+    ("ocm_manifestworkreplicaset_placement_clusters_applied", "applied", _SUMMARY_TEXTS["applied"]),
+    (lean("ocm_manifestworkreplicaset_placement_clusters_available"), "available",
+     _SUMMARY_TEXTS["available"]),
+    ("ocm_manifestworkreplicaset_placement_clusters_progressing", "progressing",
+     _SUMMARY_TEXTS["progressing"]),
+    (lean("ocm_manifestworkreplicaset_placement_clusters_degraded"), "degraded", _SUMMARY_TEXTS["degraded"]),
 )
 _ROLLOUT_EXTRA: tuple[tuple[str, str, str], ...] = (
-    ("outdated", "rollout.outdated", "whose ManifestWork does not match the current template"),
-    ("missing", "rollout.missing", "selected by a placement but without a ManifestWork"),
-    ("without_progressing", "rollout.withoutProgressing",
+    (lean("ocm_manifestworkreplicaset_rollout_outdated_clusters"), "rollout.outdated",
+     "whose ManifestWork does not match the current template"),
+    ("ocm_manifestworkreplicaset_rollout_missing_clusters", "rollout.missing",
+     "selected by a placement but without a ManifestWork"),
+    (lean("ocm_manifestworkreplicaset_rollout_without_progressing_clusters"), "rollout.withoutProgressing",
      "whose ManifestWork reports no Progressing condition (the template has no condition rule for it, "
      "so the rollout can never complete)"),
-    ("unavailable", "rollout.unavailableClusters",
+    (lean("ocm_manifestworkreplicaset_rollout_unavailable_clusters"), "rollout.unavailableClusters",
      "whose ManagedCluster is not available (their ManifestWork status is stale)"),
 )
 
 
-def _summary_family(suffix: str, attr: str, text: str) -> FamilySpec:
-    # "summary" may not appear in a gauge's name (promtool), hence status_clusters_<field>.
-    return counter_family(f"{P_MWRS}_status_clusters{suffix}", f"{text}.", f"summary.{attr}")
+def _summary_family(name: str, attr: str) -> FamilySpec:
+    return counter_family(name, f"{_SUMMARY_TEXTS[attr]}.", f"summary.{attr}")
 
 
 def _per_placement(s: Subject[ManifestWorkReplicaSet], field: str) -> Iterable[Sample]:
@@ -83,12 +103,12 @@ def _per_placement(s: Subject[ManifestWorkReplicaSet], field: str) -> Iterable[S
             yield (match["name"],), float(value)
 
 
-def _placement_family(suffix: str, field: str, text: str) -> FamilySpec:
+def _placement_family(name: str, field: str, text: str) -> FamilySpec:
     def extract(s: Subject[ManifestWorkReplicaSet]) -> Iterable[Sample]:
         return _per_placement(s, field)
 
     return family(
-        f"{P_MWRS}_placement_{suffix}", f"{text}, per placement of a ManifestWorkReplicaSet.", "gauge",
+        name, f"{text}, per placement of a ManifestWorkReplicaSet.", "gauge",
         ("placement",), f"status.placementSummary[].summary.{field}", extract,
     )
 
@@ -114,54 +134,64 @@ def _rollout(s: Subject[ManifestWorkReplicaSet]) -> Iterable[Sample]:
     return [((st,), float(counters.get(key) or 0)) for st, key in keys]
 
 
-MWRS = KindSpec("ManifestWorkReplicaSet", P_MWRS, IDENTITY, (
-    info_family(f"{P_MWRS}_info", "Information about a ManifestWorkReplicaSet.", (), lambda o: (), "metadata",
-                compat=False),
+MWRS = KindSpec("ManifestWorkReplicaSet", "ocm_manifestworkreplicaset", IDENTITY, (
+    info_family(
+        lean("ocm_manifestworkreplicaset_info"), "Information about a ManifestWorkReplicaSet.", (),
+        lambda o: (), "metadata", compat=False,
+    ),
     family(
-        f"{P_MWRS}_spec_placement_info", "The Placements a ManifestWorkReplicaSet rolls out to, with the "
-        "rollout strategy type of each.", "info", ("placement", "rollout_type"),
+        "ocm_manifestworkreplicaset_spec_placement_info",
+        "The Placements a ManifestWorkReplicaSet rolls out to, with the rollout strategy type of each.",
+        "info", ("placement", "rollout_type"),
         "spec.placementRefs[]", _placement_refs,
     ),
     family(
-        f"{P_MWRS}_spec_progress_deadline_seconds", "The rollout progressDeadline of each placement of a "
-        "ManifestWorkReplicaSet, in seconds (absent when it is None: no deadline).", "gauge", ("placement",),
+        lean("ocm_manifestworkreplicaset_spec_progress_deadline_seconds"),
+        "The rollout progressDeadline of each placement of a ManifestWorkReplicaSet, in seconds "
+        "(absent when it is None: no deadline).", "gauge", ("placement",),
         "spec.placementRefs[].rolloutStrategy.<type>.progressDeadline", _progress_deadlines,
     ),
-    phase_family(P_MWRS, "ManifestWorkReplicaSet", MWRS_PHASES, compat=False),
-    *(_summary_family(*f) for f in _SUMMARY_FIELDS),
+    phase_family(
+        lean("ocm_manifestworkreplicaset_status_phase"), "ManifestWorkReplicaSet", MWRS_PHASES, compat=False,
+    ),
+    *(_summary_family(*f) for f in _SUMMARY_FAMILIES),
     counter_family(
-        f"{P_MWRS}_desired_clusters",
+        lean("ocm_manifestworkreplicaset_desired_clusters"),
         "The number of clusters the Placements of a ManifestWorkReplicaSet select (sum over its placements).",
         DESIRED_CLUSTERS_KEY,
     ),
     family(
-        f"{P_MWRS}_rollout_clusters",
+        lean("ocm_manifestworkreplicaset_rollout_clusters"),
         "The number of clusters of a ManifestWorkReplicaSet in each rollout status, "
         "from their ManifestWorks (the status the OCM rollout strategy acts on).",
         "gauge", ("status",), "ManifestWorks (rollout status per cluster)", _rollout,
     ),
     *(
-        counter_family(f"{P_MWRS}_rollout_{suffix}_clusters",
-                       f"The number of clusters of a ManifestWorkReplicaSet {text}.", key)
-        for suffix, key, text in _ROLLOUT_EXTRA
+        counter_family(name, f"The number of clusters of a ManifestWorkReplicaSet {text}.", key)
+        for name, key, text in _ROLLOUT_EXTRA
     ),
-    _placement_family("desired_clusters", "desiredClusters", "The number of clusters a Placement selects"),
-    *(_placement_family(f"clusters{suffix}", attr, text) for suffix, attr, text in _SUMMARY_FIELDS),
-    *condition_families(P_MWRS, "ManifestWorkReplicaSet", compat=False),
-    *metadata_families(P_MWRS, "ManifestWorkReplicaSet", paused_annotation=False, compat=False),
-    findings_family(f"{P_MWRS}_finding", "ManifestWorkReplicaSet", with_cluster=False),
+    *(_placement_family(*f) for f in _PLACEMENT_FAMILIES),
+    *condition_families(
+        "ManifestWorkReplicaSet",
+        status=lean("ocm_manifestworkreplicaset_status_condition"),
+        transition=lean("ocm_manifestworkreplicaset_status_condition_last_transition_time"),
+        reason=lean("ocm_manifestworkreplicaset_status_condition_reason"),
+        computed="ocm_manifestworkreplicaset_status_condition_computed",
+        mismatch="ocm_manifestworkreplicaset_status_condition_mismatch",
+        compat=False,
+    ),
+    *metadata_families(
+        "ManifestWorkReplicaSet",
+        created="ocm_manifestworkreplicaset_created",
+        deletion=lean("ocm_manifestworkreplicaset_deletion_timestamp_seconds"),
+        labels="ocm_manifestworkreplicaset_labels",
+        annotations="ocm_manifestworkreplicaset_annotations",
+        compat=False,
+    ),
+    findings_family(lean("ocm_manifestworkreplicaset_finding"), "ManifestWorkReplicaSet", with_cluster=False),
 ))
 
 OCM_FINDINGS = findings_family("ocm_finding", "Open Cluster Management", with_cluster=False)
-
-
-def _with(prefix: str, kind: str, *extra: FamilySpec) -> tuple[FamilySpec, ...]:
-    return (
-        *extra,
-        *condition_families(prefix, kind, compat=False),
-        *metadata_families(prefix, kind, paused_annotation=False, compat=False),
-        OCM_FINDINGS,
-    )
 
 
 def _mw_info(o: ManifestWork) -> tuple[str, ...]:
@@ -177,8 +207,7 @@ def _placement_number(read: Callable[[Placement], int | None]) -> Callable[[Any]
     return inner
 
 
-MANIFESTWORK = KindSpec("ManifestWork", "ocm_manifestwork", IDENTITY, _with(
-    "ocm_manifestwork", "ManifestWork",
+MANIFESTWORK = KindSpec("ManifestWork", "ocm_manifestwork", IDENTITY, (
     family(
         "ocm_manifestwork_rollout_status",
         "The rollout status of a ManifestWork owned by a ManifestWorkReplicaSet, one series per status "
@@ -191,6 +220,24 @@ MANIFESTWORK = KindSpec("ManifestWork", "ocm_manifestwork", IDENTITY, _with(
         ("manifestworkreplicaset_namespace", "manifestworkreplicaset_name", "placement"), _mw_info,
         "metadata.labels", compat=False,
     ),
+    *condition_families(
+        "ManifestWork",
+        status="ocm_manifestwork_status_condition",
+        transition="ocm_manifestwork_status_condition_last_transition_time",
+        reason="ocm_manifestwork_status_condition_reason",
+        computed="ocm_manifestwork_status_condition_computed",
+        mismatch="ocm_manifestwork_status_condition_mismatch",
+        compat=False,
+    ),
+    *metadata_families(
+        "ManifestWork",
+        created="ocm_manifestwork_created",
+        deletion="ocm_manifestwork_deletion_timestamp_seconds",
+        labels="ocm_manifestwork_labels",
+        annotations="ocm_manifestwork_annotations",
+        compat=False,
+    ),
+    OCM_FINDINGS,
 ))
 
 def _managedcluster_info(o: ManagedCluster) -> tuple[str, ...]:
@@ -212,9 +259,9 @@ def _resources(which: str) -> Callable[[Subject[ManagedCluster]], Iterable[Sampl
     return extract
 
 
-def _resource_family(which: str) -> FamilySpec:
+def _resource_family(name: str, which: str) -> FamilySpec:
     return family(
-        f"ocm_managedcluster_status_{which}",
+        name,
         f"The {which} of a ManagedCluster's nodes as its registration agent reports it "
         f"(status.{which}): cpu in cores, memory in bytes; absent while unreported. "
         "Labels as kube_node_status_" + which + ".",
@@ -223,12 +270,13 @@ def _resource_family(which: str) -> FamilySpec:
     )
 
 
-MANAGEDCLUSTER = KindSpec("ManagedCluster", "ocm_managedcluster", CLUSTER_IDENTITY, _with(
-    "ocm_managedcluster", "ManagedCluster",
-    phase_family("ocm_managedcluster", "ManagedCluster (from ManagedClusterConditionAvailable)",
-                 MANAGEDCLUSTER_PHASES, compat=False),
+MANAGEDCLUSTER = KindSpec("ManagedCluster", "ocm_managedcluster", CLUSTER_IDENTITY, (
+    phase_family(
+        lean("ocm_managedcluster_status_phase"), "ManagedCluster (from ManagedClusterConditionAvailable)",
+        MANAGEDCLUSTER_PHASES, compat=False,
+    ),
     info_family(
-        "ocm_managedcluster_info",
+        lean("ocm_managedcluster_info"),
         "Information about a ManagedCluster: its Kubernetes version (status.version.kubernetes) and "
         "the well-known cluster claims it publishes (cluster_id: id.k8s.io, platform: "
         "platform.open-cluster-management.io, product: product.open-cluster-management.io, "
@@ -237,22 +285,56 @@ MANAGEDCLUSTER = KindSpec("ManagedCluster", "ocm_managedcluster", CLUSTER_IDENTI
         "metadata, status.version, status.clusterClaims", compat=False,
         fields=("kubernetes_version", "cluster_id", "platform", "product", "region"),
     ),
-    _resource_family("capacity"),
-    _resource_family("allocatable"),
+    _resource_family("ocm_managedcluster_status_capacity", "capacity"),
+    _resource_family("ocm_managedcluster_status_allocatable", "allocatable"),
+    *condition_families(
+        "ManagedCluster",
+        status=lean("ocm_managedcluster_status_condition"),
+        transition="ocm_managedcluster_status_condition_last_transition_time",
+        reason="ocm_managedcluster_status_condition_reason",
+        computed="ocm_managedcluster_status_condition_computed",
+        mismatch="ocm_managedcluster_status_condition_mismatch",
+        compat=False,
+    ),
+    *metadata_families(
+        "ManagedCluster",
+        created="ocm_managedcluster_created",
+        deletion=lean("ocm_managedcluster_deletion_timestamp_seconds"),
+        labels="ocm_managedcluster_labels",
+        annotations="ocm_managedcluster_annotations",
+        compat=False,
+    ),
+    OCM_FINDINGS,
 ))
 
 # The namespace of a ManagedClusterAddOn is its managed cluster; its name is the add-on's.
-MANAGEDCLUSTERADDON = KindSpec("ManagedClusterAddOn", "ocm_managedclusteraddon", IDENTITY, _with(
-    "ocm_managedclusteraddon", "ManagedClusterAddOn",
+MANAGEDCLUSTERADDON = KindSpec("ManagedClusterAddOn", "ocm_managedclusteraddon", IDENTITY, (
     info_family(
         "ocm_managedclusteraddon_info",
         "Information about a ManagedClusterAddOn: one add-on (name) installed on one managed cluster "
         "(namespace).", (), lambda o: (), "metadata", compat=False,
     ),
+    *condition_families(
+        "ManagedClusterAddOn",
+        status=lean("ocm_managedclusteraddon_status_condition"),
+        transition="ocm_managedclusteraddon_status_condition_last_transition_time",
+        reason=lean("ocm_managedclusteraddon_status_condition_reason"),
+        computed="ocm_managedclusteraddon_status_condition_computed",
+        mismatch="ocm_managedclusteraddon_status_condition_mismatch",
+        compat=False,
+    ),
+    *metadata_families(
+        "ManagedClusterAddOn",
+        created="ocm_managedclusteraddon_created",
+        deletion=lean("ocm_managedclusteraddon_deletion_timestamp_seconds"),
+        labels="ocm_managedclusteraddon_labels",
+        annotations="ocm_managedclusteraddon_annotations",
+        compat=False,
+    ),
+    OCM_FINDINGS,
 ))
 
-PLACEMENT = KindSpec("Placement", "ocm_placement", IDENTITY, _with(
-    "ocm_placement", "Placement",
+PLACEMENT = KindSpec("Placement", "ocm_placement", IDENTITY, (
     field_family(
         "ocm_placement_status_selected_clusters", "The number of clusters a Placement selects.",
         "status.numberOfSelectedClusters", _placement_number(lambda o: o.number_of_selected_clusters),
@@ -261,6 +343,24 @@ PLACEMENT = KindSpec("Placement", "ocm_placement", IDENTITY, _with(
         "ocm_placement_status_decision_groups", "The number of decision groups of a Placement.",
         "status.decisionGroups", _placement_number(lambda o: o.decision_groups),
     ),
+    *condition_families(
+        "Placement",
+        status="ocm_placement_status_condition",
+        transition="ocm_placement_status_condition_last_transition_time",
+        reason="ocm_placement_status_condition_reason",
+        computed="ocm_placement_status_condition_computed",
+        mismatch="ocm_placement_status_condition_mismatch",
+        compat=False,
+    ),
+    *metadata_families(
+        "Placement",
+        created="ocm_placement_created",
+        deletion="ocm_placement_deletion_timestamp_seconds",
+        labels="ocm_placement_labels",
+        annotations="ocm_placement_annotations",
+        compat=False,
+    ),
+    OCM_FINDINGS,
 ))
 
 KINDS: tuple[KindSpec, ...] = (MWRS, MANIFESTWORK, MANAGEDCLUSTER, MANAGEDCLUSTERADDON, PLACEMENT)

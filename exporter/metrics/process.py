@@ -38,6 +38,7 @@ def _decl(name: str, help_text: str, type_: MetricType, labels: tuple[str, ...] 
 
 
 # Help texts are prometheus_client's, so the families read as they do from any Python exporter.
+PYTHON_INFO: Final = _decl("python_info", "Python platform information", "info", _PYTHON_LABELS)
 FAMILIES: Final[tuple[FamilySpec, ...]] = (
     _decl("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", "counter"),
     _decl("process_resident_memory_bytes", "Resident memory size in bytes.", "gauge"),
@@ -45,7 +46,7 @@ FAMILIES: Final[tuple[FamilySpec, ...]] = (
     _decl("process_open_fds", "Number of open file descriptors.", "gauge"),
     _decl("process_max_fds", "Maximum number of open file descriptors.", "gauge"),
     _decl("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", "gauge"),
-    _decl("python_info", "Python platform information", "info", _PYTHON_LABELS),
+    PYTHON_INFO,
 )
 _HEADERS: Final = {f.name: header(f.name, f.help, f.exposition_type) for f in FAMILIES}
 _PROCESS_FAMILIES: Final = tuple(f.name for f in FAMILIES if f.name.startswith("process_"))
@@ -96,7 +97,8 @@ class ProcessMetrics:
             if samples:
                 chunks.append(_HEADERS[name])
                 chunks.append(sample_lines(name, "", ("process",), samples).encode())
-        if names is None or "python_info" in names:
-            chunks.append(_HEADERS["python_info"])
-            chunks.append(sample_lines("python_info", "", _PYTHON_LABELS, self._python).encode())
+        python = PYTHON_INFO.name
+        if names is None or python in names:
+            chunks.append(_HEADERS[python])
+            chunks.append(sample_lines(python, "", _PYTHON_LABELS, self._python).encode())
         return b"".join(chunks)

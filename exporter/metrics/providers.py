@@ -18,7 +18,7 @@ from exporter.engine.parse_capi import CONTRACT_CONDITIONS
 from exporter.metrics.capi import FINDINGS
 from exporter.metrics.common import condition_families, field_family, info_family, metadata_families
 from exporter.metrics.exposition import Sample
-from exporter.metrics.spec import FamilySpec, KindSpec, Subject, family
+from exporter.metrics.spec import FamilySpec, KindSpec, Subject, family, lean
 
 IDENTITY: Final = ("kind", "name", "namespace", "uid", "cluster_name")
 # The v1beta1 contract's MachineStatusError and ClusterStatusError values; others read Other.
@@ -62,12 +62,15 @@ def _contract_conditions(fam: FamilySpec, help_text: str) -> FamilySpec:
 _CONDITION_TEXTS: Final = ("status (a state set)", "lastTransitionTime", "reason")
 
 
-def _families(prefix: str, what: str, status: FamilySpec) -> tuple[FamilySpec, ...]:
+def _families(
+    what: str, status: FamilySpec, *, info: str, failure: str, condition: str, transition: str, reason: str,
+    created: str, deletion: str,
+) -> tuple[FamilySpec, ...]:
     """``what``: the kind of object, as the shared families' help texts name it after "a"."""
     an = f"an {what}" if what[0] in "aeiou" else f"a {what}"
     return (
         info_family(
-            f"{prefix}_info",
+            info,
             f"Information about {an}: the object that owns it (its controller ownerReference: the "
             "Cluster, Machine or MachinePool referencing it), to join on.",
             ("owner_kind", "owner_name"), lambda o: o.meta.owner, "metadata.ownerReferences", compat=False,
@@ -75,7 +78,7 @@ def _families(prefix: str, what: str, status: FamilySpec) -> tuple[FamilySpec, .
         ),
         status,
         family(
-            f"{prefix}_status_failure",
+            failure,
             f"1 while {an} reports a terminal failure (v1beta1 contract status.failureReason or "
             "failureMessage; reason empty when only a message is set, Other when not one of the "
             "contract's values); absent otherwise.",
@@ -85,10 +88,11 @@ def _families(prefix: str, what: str, status: FamilySpec) -> tuple[FamilySpec, .
         # Conditions as reported: nothing is computed for these objects.
         *(_contract_conditions(f, f"The {text} of the Ready and Paused conditions of {an}, as reported "
                                   f"(the conditions its contract defines){tail}.")
-          for f, text, tail in zip(condition_families(prefix, what, compat=False)[:3], _CONDITION_TEXTS,
+          for f, text, tail in zip(condition_families(what, status=condition, transition=transition,
+                                                      reason=reason, compat=False), _CONDITION_TEXTS,
                                    ("", ", in Unix seconds", " (bounded; unlisted reasons read Other)"),
                                    strict=True)),
-        *metadata_families(prefix, what, paused_annotation=False, compat=False, object_labels=False),
+        *metadata_families(what, created=created, deletion=deletion, compat=False),
         FINDINGS,
     )
 
@@ -98,18 +102,25 @@ def _data_secret(o: Any) -> float | None:
 
 
 INFRA_OBJECT: Final = KindSpec("InfrastructureObject", "capi_infrastructure_object", IDENTITY, _families(
-    "capi_infrastructure_object", "provider infrastructure object (kind: AWSCluster, DockerMachine, ...)",
+    "provider infrastructure object (kind: AWSCluster, DockerMachine, ...)",
     field_family(
-        "capi_infrastructure_object_status_provisioned",
+        lean("capi_infrastructure_object_status_provisioned"),
         "1 when an infrastructure provider object is provisioned, 0 while it is not: "
         "status.initialization.provisioned (v1beta2 contract), else status.ready (v1beta1); absent "
         "while it reports neither.",
         "status.initialization.provisioned, else status.ready", _provisioned,
         fields=("provisioned", "ready"),
     ),
+    info=lean("capi_infrastructure_object_info"),
+    failure=lean("capi_infrastructure_object_status_failure"),
+    condition="capi_infrastructure_object_status_condition",
+    transition="capi_infrastructure_object_status_condition_last_transition_time",
+    reason="capi_infrastructure_object_status_condition_reason",
+    created="capi_infrastructure_object_created",
+    deletion="capi_infrastructure_object_deletion_timestamp_seconds",
 ))
 BOOTSTRAP_CONFIG: Final = KindSpec("BootstrapConfig", "capi_bootstrap_config", IDENTITY, _families(
-    "capi_bootstrap_config", "bootstrap provider config (kind: KubeadmConfig, ...)",
+    "bootstrap provider config (kind: KubeadmConfig, ...)",
     field_family(
         "capi_bootstrap_config_status_data_secret_created",
         "1 once a bootstrap config has created the data secret its Machine boots from, 0 while it "
@@ -118,5 +129,12 @@ BOOTSTRAP_CONFIG: Final = KindSpec("BootstrapConfig", "capi_bootstrap_config", I
         "status.initialization.dataSecretCreated, else status.ready, status.dataSecretName", _data_secret,
         fields=("secret_created",),
     ),
+    info=lean("capi_bootstrap_config_info"),
+    failure="capi_bootstrap_config_status_failure",
+    condition="capi_bootstrap_config_status_condition",
+    transition="capi_bootstrap_config_status_condition_last_transition_time",
+    reason="capi_bootstrap_config_status_condition_reason",
+    created="capi_bootstrap_config_created",
+    deletion="capi_bootstrap_config_deletion_timestamp_seconds",
 ))
 

@@ -488,13 +488,6 @@ class Renderer:
         """The raw body in one go (tests and the one-shot paths)."""
         return b"".join(self.snapshot().texts())
 
-    def render_gzip(self) -> bytes:
-        """The same body as a gzip stream of concatenated members, in one go."""
-        snap = self.snapshot()
-        body = b"".join(snap.parts(gzip=True))
-        self.commit(snap)
-        return body
-
     # ---- internals ---------------------------------------------------------------------------
 
     @staticmethod

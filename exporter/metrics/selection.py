@@ -23,7 +23,7 @@ from exporter.engine.parse import ALL_KEYS, NO_SELECTION, MetadataSelection
 from exporter.metrics import process, selfmetrics
 from exporter.metrics.catalog import KINDS, object_families
 from exporter.metrics.common import resource_name
-from exporter.metrics.spec import FamilySpec
+from exporter.metrics.spec import FamilySpec, is_lean
 
 KeyAllowlist = tuple[tuple[str, tuple[str, ...]], ...]
 """(kind, keys) pairs, kinds in catalog order; keys may be ``("*",)``: every key."""
@@ -157,86 +157,10 @@ class Selection:
 DEFAULT: Final = Selection()
 
 # The object families the shipped alert rules (alerts/*.rules.yaml) and dashboards
-# (dashboards/*.json) read, nothing more, in catalog order: ``--metric-allowlist`` with
-# ``",".join(LEAN)`` keeps every rule and panel working (tests/test_lean_selection.py checks both
-# against the files and against a real Prometheus). docs/metrics.md prints the value.
-LEAN: Final[tuple[str, ...]] = (
-    "capi_cluster_info",
-    "capi_cluster_status_controlplane_desired_replicas",
-    "capi_cluster_status_controlplane_replicas_ready",
-    "capi_cluster_status_controlplane_replicas_available",
-    "capi_cluster_status_controlplane_replicas_uptodate",
-    "capi_cluster_status_workers_desired_replicas",
-    "capi_cluster_status_workers_replicas_ready",
-    "capi_cluster_status_workers_replicas_available",
-    "capi_cluster_status_workers_replicas_uptodate",
-    "capi_cluster_status_condition",
-    "capi_cluster_status_condition_last_transition_time",
-    "capi_cluster_status_condition_reason",
-    "capi_cluster_deletion_timestamp_seconds",
-    "capi_finding",
-    "capi_kubeadmcontrolplane_spec_replicas",
-    "capi_kubeadmcontrolplane_status_replicas_available",
-    "capi_kubeadmcontrolplane_status_replicas_uptodate",
-    "capi_kubeadmcontrolplane_spec_rollout_before_certificates_expiry_seconds",
-    "capi_kubeadmcontrolplane_status_last_remediation_timestamp_seconds",
-    "capi_kubeadmcontrolplane_status_last_remediation_retries",
-    "capi_kubeadmcontrolplane_status_last_remediation_machine_present",
-    "capi_kubeadmcontrolplane_status_condition",
-    "capi_kubeadmcontrolplane_deletion_timestamp_seconds",
-    "capi_machinedeployment_spec_replicas",
-    "capi_machinedeployment_status_replicas_available",
-    "capi_machinedeployment_status_replicas_uptodate",
-    "capi_machinedeployment_status_condition",
-    "capi_machinedeployment_status_condition_last_transition_time",
-    "capi_machinedeployment_deletion_timestamp_seconds",
-    "capi_machineset_spec_replicas",
-    "capi_machineset_status_replicas_available",
-    "capi_machineset_status_condition",
-    "capi_machineset_deletion_timestamp_seconds",
-    "capi_machinepool_info",
-    "capi_machinepool_spec_replicas",
-    "capi_machinepool_status_replicas_available",
-    "capi_machinepool_status_replicas_uptodate",
-    "capi_machinepool_status_condition",
-    "capi_machinepool_deletion_timestamp_seconds",
-    "capi_machine_info",
-    "capi_machine_status_certificatesexpirydate",
-    "capi_machine_status_deletion_node_drain_start_time_seconds",
-    "capi_machine_status_phase",
-    "capi_machine_status_condition",
-    "capi_machine_status_condition_reason",
-    "capi_machine_deletion_timestamp_seconds",
-    "capi_machinehealthcheck_status_condition",
-    "capi_machinehealthcheck_deletion_timestamp_seconds",
-    "capi_infrastructure_object_info",
-    "capi_infrastructure_object_status_provisioned",
-    "capi_infrastructure_object_status_failure",
-    "capi_bootstrap_config_info",
-    "ocm_manifestworkreplicaset_info",
-    "ocm_manifestworkreplicaset_spec_progress_deadline_seconds",
-    "ocm_manifestworkreplicaset_status_phase",
-    "ocm_manifestworkreplicaset_status_clusters_available",
-    "ocm_manifestworkreplicaset_status_clusters_degraded",
-    "ocm_manifestworkreplicaset_desired_clusters",
-    "ocm_manifestworkreplicaset_rollout_clusters",
-    "ocm_manifestworkreplicaset_rollout_outdated_clusters",
-    "ocm_manifestworkreplicaset_rollout_without_progressing_clusters",
-    "ocm_manifestworkreplicaset_rollout_unavailable_clusters",
-    "ocm_manifestworkreplicaset_placement_desired_clusters",
-    "ocm_manifestworkreplicaset_placement_clusters",
-    "ocm_manifestworkreplicaset_placement_clusters_available",
-    "ocm_manifestworkreplicaset_placement_clusters_degraded",
-    "ocm_manifestworkreplicaset_status_condition",
-    "ocm_manifestworkreplicaset_status_condition_last_transition_time",
-    "ocm_manifestworkreplicaset_status_condition_reason",
-    "ocm_manifestworkreplicaset_deletion_timestamp_seconds",
-    "ocm_manifestworkreplicaset_finding",
-    "ocm_managedcluster_status_phase",
-    "ocm_managedcluster_info",
-    "ocm_managedcluster_status_condition",
-    "ocm_managedcluster_deletion_timestamp_seconds",
-    "ocm_managedclusteraddon_status_condition",
-    "ocm_managedclusteraddon_status_condition_reason",
-    "ocm_managedclusteraddon_deletion_timestamp_seconds",
+# (dashboards/*.json) read, nothing more, in catalog order (each marked ``lean`` where it is declared):
+# ``--metric-allowlist`` with ``",".join(LEAN)`` keeps every rule and panel working
+# (tests/test_lean_selection.py checks both against the files and against a real Prometheus).
+# docs/metrics.md prints the value.
+LEAN: Final[tuple[str, ...]] = tuple(
+    f.name for f in object_families() if is_lean(f.name)
 )

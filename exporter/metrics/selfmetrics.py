@@ -23,9 +23,9 @@ from exporter.metrics.spec import FamilySpec, MetricType, family
 P = "fleet_status_exporter"
 MAX_RESOURCES: Final = 64  # resource label values, "other" included
 OTHER: Final = "other"
-# Where a failure was contained (errors_total{stage}): one evaluation group, one object's
-# rendering, one background task (restarted).
-STAGES: Final = ("evaluate", "render", "task")
+# Where a failure was contained (errors_total{stage}): one object's reading (kept with its
+# identity only), one evaluation group, one object's rendering, one background task (restarted).
+STAGES: Final = ("parse", "evaluate", "render", "task")
 BUILD_LABELS: Final = ("version", "revision", "branch", "build_date", "python_version", "implementation")
 
 
@@ -66,49 +66,97 @@ def _none(_: object) -> Iterable[Sample]:
 
 
 def _decl(name: str, help_text: str, type_: MetricType, labels: tuple[str, ...] = ()) -> FamilySpec:
-    return family(f"{P}_{name}", help_text, type_, labels, "exporter", _none, identity=False)
+    return family(name, help_text, type_, labels, "exporter", _none, identity=False)
 
 
+BUILD_INFO: Final = _decl(
+    "fleet_status_exporter_build_info",
+    "The exporter's version, the revision and branch it was built from, when, the Python it runs on, "
+    "and whether its engine and metrics run compiled (mypyc) or as pure Python.", "info", BUILD_LABELS,
+)
+SCRAPE_DURATION: Final = _decl(
+    "fleet_status_exporter_scrape_duration_seconds",
+    "How long the previous unfiltered /metrics scrape took to build its body.", "gauge",
+)
+SCRAPE_BYTES: Final = _decl(
+    "fleet_status_exporter_scrape_response_bytes",
+    "The uncompressed size of the previous unfiltered /metrics response.", "gauge",
+)
+RESOURCE_SYNCED: Final = _decl(
+    "fleet_status_exporter_resource_synced",
+    "1 while a resource's data is current: its first list has completed and it has not failed to "
+    "reach the API server (connection errors, 401, 5xx, 429) for longer than 60s; 0 otherwise.",
+    "gauge", ("resource",),
+)
+RESOURCE_UNREADABLE: Final = _decl(
+    "fleet_status_exporter_resource_unreadable",
+    "1 while the exporter may not read a resource (in some watched namespace): its list or watch "
+    "answers 403 (reason forbidden: RBAC) or 404 (not_found), or it is a provider kind some object "
+    "references that the API server does not serve (not_served, resource <Kind>.<group>); retried, "
+    "not held against readiness.", "gauge", ("resource", "reason"),
+)
+LISTS: Final = _decl(
+    "fleet_status_exporter_list_total", "List requests per resource and result (success|error).",
+    "counter", ("resource", "result"),
+)
+WATCHES: Final = _decl(
+    "fleet_status_exporter_watch_total", "Watch requests per resource and result.", "counter",
+    ("resource", "result"),
+)
+EVENTS: Final = _decl(
+    "fleet_status_exporter_events_total", "Watch events received per resource and type.", "counter",
+    ("resource", "type"),
+)
+RELISTS: Final = _decl(
+    "fleet_status_exporter_relists_total",
+    "Relists of a resource by cause: expired (410 Gone), error, changed (files).", "counter",
+    ("resource", "cause"),
+)
+OBJECTS: Final = _decl(
+    "fleet_status_exporter_objects", "Objects of a resource held by the exporter.", "gauge", ("resource",),
+)
+INVALID_OBJECTS: Final = _decl(
+    "fleet_status_exporter_invalid_objects",
+    "Objects of a resource that could not be read (no identity, wrong shape).", "gauge", ("resource",),
+)
+LAST_EVENT: Final = _decl(
+    "fleet_status_exporter_last_event_timestamp_seconds",
+    "When the last completed list, watch event or bookmark of a resource arrived (Unix seconds). Not "
+    "the age of its data: the API server sends no bookmark on a resource nobody writes, so this stays "
+    "old while the watch is current.", "gauge", ("resource",),
+)
+ERRORS: Final = _decl(
+    "fleet_status_exporter_errors_total",
+    "Failures contained to what caused them, by stage: an object read with its identity only because "
+    "reading it raised (parse: a bug, apart from invalid_objects), an evaluation group (evaluate) or an "
+    "object (render) left out of the metrics, or a background task restarted (task); each is logged "
+    "with its name.", "counter", ("stage",),
+)
+EVALUATION_DURATION: Final = _decl(
+    "fleet_status_exporter_evaluation_duration_seconds", "How long the last evaluation pass took.", "gauge",
+)
+EVALUATIONS: Final = _decl("fleet_status_exporter_evaluations_total", "Evaluation passes run.", "counter")
+EVALUATED_GROUPS: Final = _decl(
+    "fleet_status_exporter_evaluated_groups_total",
+    "Evaluation groups (a Cluster with its objects, an MWRS with its works) evaluated.", "counter",
+)
+RENDERED_OBJECTS: Final = _decl(
+    "fleet_status_exporter_rendered_objects_total",
+    "Objects whose exposition lines were rendered again after a change.", "counter",
+)
+CACHED_OBJECTS: Final = _decl(
+    "fleet_status_exporter_cached_objects", "Objects whose rendered lines the exporter holds.", "gauge",
+)
+SHARD_ORDINAL: Final = _decl(
+    "fleet_status_exporter_shard_ordinal", "The shard this process serves (0-based).", "gauge",
+)
+TOTAL_SHARDS: Final = _decl(
+    "fleet_status_exporter_total_shards", "The number of shards the objects are divided into.", "gauge",
+)
 FAMILIES: tuple[FamilySpec, ...] = (
-    _decl("build_info", "The exporter's version, the revision and branch it was built from, when, the "
-          "Python it runs on, and whether its engine and metrics run compiled (mypyc) or as pure Python.",
-          "info", BUILD_LABELS),
-    _decl("scrape_duration_seconds",
-          "How long the previous unfiltered /metrics scrape took to build its body.", "gauge"),
-    _decl("scrape_response_bytes",
-          "The uncompressed size of the previous unfiltered /metrics response.", "gauge"),
-    _decl("resource_synced", "1 while a resource's data is current: its first list has completed and it has "
-          "not failed to reach the API server (connection errors, 401, 5xx, 429) for longer than "
-          "60s; 0 otherwise.", "gauge", ("resource",)),
-    _decl("resource_unreadable", "1 while the exporter may not read a resource (in some watched namespace): "
-          "its list or watch answers 403 (reason forbidden: RBAC) or 404 (not_found), or it is a provider "
-          "kind some object references that the API server does not serve (not_served, resource "
-          "<Kind>.<group>); retried, not held against readiness.", "gauge", ("resource", "reason")),
-    _decl("list_total", "List requests per resource and result (success|error).", "counter",
-          ("resource", "result")),
-    _decl("watch_total", "Watch requests per resource and result.", "counter", ("resource", "result")),
-    _decl("events_total", "Watch events received per resource and type.", "counter", ("resource", "type")),
-    _decl("relists_total", "Relists of a resource by cause: expired (410 Gone), error, changed (files).",
-          "counter", ("resource", "cause")),
-    _decl("objects", "Objects of a resource held by the exporter.", "gauge", ("resource",)),
-    _decl("invalid_objects", "Objects of a resource that could not be read (no identity, wrong shape).",
-          "gauge", ("resource",)),
-    _decl("last_event_timestamp_seconds", "When the last completed list, watch event or bookmark of a "
-          "resource arrived (Unix seconds). Not the age of its data: the API server sends no bookmark "
-          "on a resource nobody writes, so this stays old while the watch is current.",
-          "gauge", ("resource",)),
-    _decl("errors_total", "Failures contained to what caused them, by stage: an evaluation group "
-          "(evaluate) or an object (render) left out of the metrics, or a background task restarted "
-          "(task); each is logged with its name.", "counter", ("stage",)),
-    _decl("evaluation_duration_seconds", "How long the last evaluation pass took.", "gauge"),
-    _decl("evaluations_total", "Evaluation passes run.", "counter"),
-    _decl("evaluated_groups_total", "Evaluation groups (a Cluster with its objects, an MWRS with its works) "
-          "evaluated.", "counter"),
-    _decl("rendered_objects_total", "Objects whose exposition lines were rendered again after a change.",
-          "counter"),
-    _decl("cached_objects", "Objects whose rendered lines the exporter holds.", "gauge"),
-    _decl("shard_ordinal", "The shard this process serves (0-based).", "gauge"),
-    _decl("total_shards", "The number of shards the objects are divided into.", "gauge"),
+    BUILD_INFO, SCRAPE_DURATION, SCRAPE_BYTES, RESOURCE_SYNCED, RESOURCE_UNREADABLE, LISTS, WATCHES,
+    EVENTS, RELISTS, OBJECTS, INVALID_OBJECTS, LAST_EVENT, ERRORS, EVALUATION_DURATION, EVALUATIONS,
+    EVALUATED_GROUPS, RENDERED_OBJECTS, CACHED_OBJECTS, SHARD_ORDINAL, TOTAL_SHARDS,
 )
 _HEADERS = {f.name: header(f.name, f.help, f.exposition_type) for f in FAMILIES}
 _LABELS = {f.name: f.labels for f in FAMILIES}
@@ -124,33 +172,33 @@ def render(
 ) -> bytes:
     """The self-metrics block of one scrape (only the families in ``names`` when it is given)."""
     res = bounded(resources)
-    samples: dict[str, list[Sample]] = {
-        "build_info": [(build_labels(stats.build), 1.0)],
-        "scrape_duration_seconds": _opt(stats.last_scrape_duration),
-        "scrape_response_bytes": _opt(stats.last_scrape_bytes),
-        "resource_synced": [((r.resource,), float(r.synced)) for r in res if r.served],
-        "resource_unreadable": [((r.resource, r.unreadable), 1.0) for r in res if r.unreadable],
-        "list_total": _by(res, lambda r: r.lists),
-        "watch_total": _by(res, lambda r: r.watches),
-        "events_total": _by(res, lambda r: r.events),
-        "relists_total": _by(res, lambda r: r.relists),
-        "objects": [((r.resource,), float(r.objects)) for r in res if r.objects is not None],
-        "invalid_objects": [((r.resource,), float(r.invalid_objects)) for r in res if r.served],
-        "last_event_timestamp_seconds": [
+    samples: dict[FamilySpec, list[Sample]] = {
+        BUILD_INFO: [(build_labels(stats.build), 1.0)],
+        SCRAPE_DURATION: _opt(stats.last_scrape_duration),
+        SCRAPE_BYTES: _opt(stats.last_scrape_bytes),
+        RESOURCE_SYNCED: [((r.resource,), float(r.synced)) for r in res if r.served],
+        RESOURCE_UNREADABLE: [((r.resource, r.unreadable), 1.0) for r in res if r.unreadable],
+        LISTS: _by(res, lambda r: r.lists),
+        WATCHES: _by(res, lambda r: r.watches),
+        EVENTS: _by(res, lambda r: r.events),
+        RELISTS: _by(res, lambda r: r.relists),
+        OBJECTS: [((r.resource,), float(r.objects)) for r in res if r.objects is not None],
+        INVALID_OBJECTS: [((r.resource,), float(r.invalid_objects)) for r in res if r.served],
+        LAST_EVENT: [
             ((r.resource,), r.last_event_time) for r in res if r.last_event_time is not None
         ],
-        "errors_total": [((stage,), float(n)) for stage, n in sorted(stats.errors.items())],
-        "evaluation_duration_seconds": _opt(stats.last_evaluation_duration),
-        "evaluations_total": [((), float(stats.evaluations))],
-        "evaluated_groups_total": [((), float(stats.evaluated_groups))],
-        "rendered_objects_total": [((), float(rendered_objects))],
-        "cached_objects": [((), float(cached_objects))],
-        "shard_ordinal": [((), float(stats.shard))],
-        "total_shards": [((), float(stats.total_shards))],
+        ERRORS: [((stage,), float(n)) for stage, n in sorted(stats.errors.items())],
+        EVALUATION_DURATION: _opt(stats.last_evaluation_duration),
+        EVALUATIONS: [((), float(stats.evaluations))],
+        EVALUATED_GROUPS: [((), float(stats.evaluated_groups))],
+        RENDERED_OBJECTS: [((), float(rendered_objects))],
+        CACHED_OBJECTS: [((), float(cached_objects))],
+        SHARD_ORDINAL: [((), float(stats.shard))],
+        TOTAL_SHARDS: [((), float(stats.total_shards))],
     }
     chunks: list[bytes] = []
-    for short, items in samples.items():
-        name = f"{P}_{short}"
+    for fam, items in samples.items():
+        name = fam.name
         if items and (names is None or name in names):
             chunks.append(_HEADERS[name])
             chunks.append(sample_lines(name, "", _LABELS[name], items).encode())

@@ -112,6 +112,20 @@ class KindSpec:
     families: tuple[FamilySpec, ...]
 
 
+_LEAN: set[str] = set()
+
+
+def lean(name: str) -> str:
+    """Marks a family, at its declaration, as one the shipped alert rules or dashboards read:
+    ``--metric-allowlist`` with every such family keeps them working (``selection.LEAN``)."""
+    _LEAN.add(name)
+    return name
+
+
+def is_lean(name: str) -> bool:
+    return name in _LEAN
+
+
 _IDENTITY_READERS: dict[str, Callable[[Base], str]] = {
     "kind": lambda obj: obj.meta.kind,
     "name": lambda obj: obj.meta.name,

@@ -76,10 +76,6 @@ class ExpansionError(ValueError):
     """A file names more objects than its size allows (YAML aliases)."""
 
 
-def manifest_files(path: Path) -> list[Path]:
-    return walk(path)[0]
-
-
 def walk(path: Path) -> tuple[list[Path], list[tuple[Path, OSError]]]:
     """Manifest files under ``path`` (sorted; hidden names and symlinked directories skipped),
     and the directories that could not be listed, with why."""

@@ -111,7 +111,6 @@ class WatchStats:
     last_event_time: float | None = None  # Unix time of the last completed list, event or bookmark
     available: bool = False
     version: str = ""
-    last_error: str = ""
     unready_after: float = 60.0  # KubeSource sets its LoopSettings.unready_after
 
     @property
@@ -505,7 +504,6 @@ class ResourceLoop:
         if what == "list":
             bump(self.stats.list_requests, "error")
         self.error = f"{what}: {error or type(error).__name__}"[:600]
-        self.stats.last_error = self.error
         status = error.status if isinstance(error, StatusError) else 0
         reason = UNREADABLE.get(status)
         if reason is not None:

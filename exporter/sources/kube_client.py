@@ -84,7 +84,6 @@ class Credentials:
         self._clock = clock
         self._read_at = -float("inf")  # when the token file was last read
         self._lock = asyncio.Lock()
-        self.refreshes = 0  # credentials obtained after the first (exec runs, token file re-reads)
         if token_file is not None:
             self._read_token_file(initial=True)
 
@@ -121,7 +120,6 @@ class Credentials:
         elif self._token_file is not None:
             self._read_token_file()
         if self._header != before:
-            self.refreshes += 1
             log.info("refreshed the API server credentials (%s)", self.kind)
 
     def _read_token_file(self, *, initial: bool = False) -> None:

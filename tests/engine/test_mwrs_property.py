@@ -14,6 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from exporter.engine import mwrs as mwrs_rules
 from exporter.engine.model import (
     Base,
     ManagedCluster,
@@ -23,21 +24,21 @@ from exporter.engine.model import (
     Status,
 )
 from exporter.engine.mwrs import (
-    FINDING_CODES,
-    PHASES,
-    REASONS,
     compute_managedcluster,
     compute_manifestwork,
     compute_mwrs,
     compute_placement,
 )
 from exporter.engine.ocm_objects import ROLLOUT_STATUSES
-from exporter.engine.parse import project
-from exporter.engine.parse_ocm import UNREADABLE_OBJECT
+from exporter.engine.parse import UNREADABLE_OBJECT, project
+from exporter.metrics.ocm import MWRS_PHASES
+from exporter.metrics.reasons import bounded_reason
 
 from .builders import mwrs_view
 
 NOW = 1_780_000_000.0
+# The finding codes the MWRS rules declare (FINDING_*).
+FINDING_CODES = {v for k, v in vars(mwrs_rules).items() if k.startswith("FINDING_") and isinstance(v, str)}
 CONDITION = {"type": "Progressing", "status": "True", "reason": "R", "message": "m", "observedGeneration": 2,
              "lastTransitionTime": "2026-05-10T08:00:01Z"}
 TEMPLATE = {"workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap"}]},
@@ -182,9 +183,12 @@ def _parse_and_compute(raws: list[dict[str, Any]]) -> None:
     if owner is not None:
         computed = compute_mwrs(owner, view, NOW)
         assert [c.type for c in computed.conditions] == ["Progressing", "Ready"]
-        assert all(isinstance(c.status, Status) and c.reason in REASONS for c in computed.conditions)
-        assert computed.phase in PHASES
-        assert {f.code for f in computed.findings} <= set(FINDING_CODES)
+        # every reason is served as itself, none as Other
+        assert all(isinstance(c.status, Status)
+                   and bounded_reason(c.type, c.reason, computed=True) == c.reason
+                   for c in computed.conditions)
+        assert computed.phase in MWRS_PHASES  # a state of the served state set
+        assert {f.code for f in computed.findings} <= FINDING_CODES
         assert all(v is None or (isinstance(v, int) and v >= 0) for v in computed.counters.values())
     for work in works:
         assert compute_manifestwork(work, view, NOW).phase in ROLLOUT_STATUSES

@@ -503,10 +503,9 @@ def test_objects_without_identity_or_of_unread_kinds_give_none(obj: Any) -> None
     assert project(obj) is None
 
 
+@pytest.mark.pure_python
 def test_ocm_kinds_are_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib
-    import sys
-    import types
+    from exporter.engine import parse
 
     calls: list[tuple[str, list[str]]] = []
 
@@ -514,10 +513,7 @@ def test_ocm_kinds_are_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append((meta.name, problems))
         return Machine(meta=meta)
 
-    module = types.ModuleType("exporter.engine.parse_ocm")
-    module.project_ocm = fake  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "exporter.engine.parse_ocm", module)
-    importlib.invalidate_caches()
+    monkeypatch.setattr(parse, "project_ocm", fake)
     obj = raw("ManifestWorkReplicaSet", "v1alpha1", group="work.open-cluster-management.io",
               labels={"work.open-cluster-management.io/x": "1", "other": "2"})
     p = project(obj)
