@@ -653,7 +653,7 @@ def _moving_machine(cluster: str, rv: str) -> Machine:
 @pytest.mark.parametrize(("first", "then"), [
     (_moving_work("", "1"), _moving_work("apps.hello", "2")),  # an orphan ManifestWork is adopted by its MWRS
     (_moving_work("apps.hello", "1"), _moving_work("", "2")),  # and let go again
-    (_moving_machine("a", "1"), _moving_machine("b", "2")),  # a Machine moves to a Cluster sorted after its own
+    (_moving_machine("a", "1"), _moving_machine("b", "2")),  # a Machine moves to a later Cluster
     (_moving_machine("b", "1"), _moving_machine("a", "2")),  # and back
 ], ids=["orphan-to-mwrs", "mwrs-to-orphan", "capi-a-to-b", "capi-b-to-a"])
 def test_an_object_that_moves_to_another_group_stays_rendered(first: Base, then: Base) -> None:
