@@ -43,12 +43,18 @@ class Manager:
     binary: str  # in build.CAPI_BINARIES
     module: str  # the Go module holding its config/ (pinned by tests/realcluster/capi/go.mod)
     folder: str  # the folder of the module holding config/crd and config/webhook
+    args: tuple[str, ...] = ()
 
+
+# The workload clusters' time runs about ten times faster than a real one's (a Machine starts in
+# about 16 s), and so does the KubeadmControlPlane's etcd call timeout: at upstream's 15 s, a call
+# to the etcd member of a Machine just removed blocks its reconcile, and its status, for 15 s.
+ETCD_CALL_TIMEOUT = "--etcd-call-timeout-duration=5s"
 
 MANAGERS = (
     Manager("capi-core-manager", CORE_MODULE, "core"),
     Manager("capi-kubeadm-bootstrap-manager", CORE_MODULE, "bootstrap/kubeadm"),
-    Manager("capi-kubeadm-control-plane-manager", CORE_MODULE, "controlplane/kubeadm"),
+    Manager("capi-kubeadm-control-plane-manager", CORE_MODULE, "controlplane/kubeadm", (ETCD_CALL_TIMEOUT,)),
     Manager("capd-manager", TEST_MODULE, "infrastructure/docker"),
 )
 # Cluster API v1.10 (``build.CAPI_V1BETA1_BINARIES``): the core manager's config/ is the module's own.
@@ -164,7 +170,7 @@ class Controllers:
             process = Process(m.binary, [
                 str(build.binary(m.binary, self.pins)), f"--kubeconfig={self.kubeconfig}",
                 f"--webhook-port={ports[m.binary]}", f"--health-addr=127.0.0.1:{health}",
-                f"--diagnostics-address=127.0.0.1:{free_port()}", *self._args,
+                f"--diagnostics-address=127.0.0.1:{free_port()}", *self._args, *m.args,
             ], self.dir / f"{m.binary}.log", env={
                 "POD_IP": "127.0.0.1", "POD_NAMESPACE": "capi-system", "POD_NAME": m.binary})
             process.start()
