@@ -1,7 +1,8 @@
 """The Cluster API controllers on a RealCluster, without cert-manager.
 
-Owns: installing what the managers of ``build.CAPI_BINARIES`` need, read from the same module
-versions as the binaries (their CRDs with the contract labels and conversion webhooks their
+Owns: installing what the managers of one Cluster API release need (``build.CAPI_BINARIES``, v1.14,
+or ``build.CAPI_V1BETA1_BINARIES``, v1.10: ``RELEASES``), read from the same module versions as the
+binaries (their CRDs with the contract labels and conversion webhooks their
 kustomizations add, their Mutating/ValidatingWebhookConfigurations pointed at loopback URLs with the
 cluster's CA as caBundle), and running the managers: webhook servers on loopback with a serving
 certificate of the cluster's CA, feature gates, health probes, one log file each. Does not own the
