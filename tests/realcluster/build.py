@@ -176,7 +176,7 @@ def binary(name: str, module: str | None = None) -> Path:
     path = binary_path(spec)
     if not path.is_file():
         if spec in CAPI_BINARIES or spec in CAPI_V1BETA1_BINARIES:
-            raise Missing(f"{name} is not built: run `make capi-tools` "
+            raise Missing(f"{name} (tests/realcluster/{spec.module}) is not built: run `make capi-tools` "
                           "(or `python -m tests.realcluster.build --capi`)")
         raise Missing(f"{name} is not built: run `make tools` (or `python -m tests.realcluster.build`)")
     return path
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the Cluster API managers of the controller tests instead of the suite's tools")
     args = parser.parse_args(argv)
     binaries = (*CAPI_BINARIES, *CAPI_V1BETA1_BINARIES) if args.capi else BINARIES
-    missing = [b.name for b in binaries if not binary_path(b).is_file()]
+    missing = [f"{b.name} (tests/realcluster/{b.module})" for b in binaries if not binary_path(b).is_file()]
     if args.check:
         for name in missing:
             print(f"missing: {name}", file=sys.stderr)
