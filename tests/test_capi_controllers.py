@@ -59,8 +59,9 @@ pytestmark = [pytest.mark.capi, pytest.mark.realcluster]
 NAMESPACE = "capi-test"
 CLUSTER = "in-memory"
 CONTROL_PLANE = 3
-# The worker MachineHealthCheck's timeout for a Node not Ready once the remediation step sets it (the
-# ClusterClass's 300 s, a tenth as every alert's ``for``, rounded down to keep the step short).
+# The worker MachineHealthCheck's timeout for a Node not Ready once the remediation step sets it: the
+# ClusterClass's is 300 s; the scenario's time runs about ten times faster (``scaled_for``), and a
+# thirtieth keeps the step short.
 UNHEALTHY_TIMEOUT = 10
 
 
@@ -343,7 +344,7 @@ def node_not_ready(cluster: RealCluster, workdir: Path, node: str) -> None:
         if c["type"] == "Ready":
             c.update(status="False", reason="KubeletNotReady", message="kubelet stopped posting node status",
                      lastTransitionTime=now)
-    # A merge patch (the provider's server takes updates in protobuf only) replaces the whole list.
+    # A merge patch (v1.10's provider serves updates in protobuf only) replaces the whole list.
     call("PATCH", {"status": {"conditions": conditions}})
 
 
