@@ -89,7 +89,7 @@ capi-tools: tools
 	$(BIN)/python -m tests.realcluster.build --capi
 
 # The engine against the live Cluster API controllers of both eras (tests/test_capi_controllers.py,
-# marker capi; 7-9 minutes per era): not part of `make test`. -rP prints
+# marker capi; 7-9 minutes per era): not part of `make test`, CI runs it after it. -rP prints
 # the report of what was compared.
 test-capi: deps build capi-tools
 	$(BIN)/python -m pytest --capi -rP tests/test_capi_controllers.py
