@@ -8,7 +8,7 @@ the CRD modules into the Go module cache. Does not own starting anything (``clus
 
     python -m tests.realcluster.build          # build what is missing, print where it is
     python -m tests.realcluster.build --check  # exit 1 when something is missing
-    python -m tests.realcluster.build --capi   # the Cluster API managers instead (``make capi-tools``)
+    python -m tests.realcluster.build --capi   # the Cluster API managers of both eras (``make capi-tools``)
 
 The cache is ``$FSE_TOOLS_CACHE``, else ``$XDG_CACHE_HOME/fleet-status-exporter``, else
 ``~/.cache/fleet-status-exporter``. Go's own caches (module and build) are used as they are set.
@@ -58,6 +58,16 @@ CAPI_BINARIES = (
     # The Docker provider; its in-memory backend (DevCluster/DevMachine with backend.inMemory)
     # simulates workload clusters, their API servers served on loopback, with no Docker engine.
     Binary("capd-manager", "capi", "sigs.k8s.io/cluster-api/test/infrastructure/docker"),
+)
+
+# The same managers of Cluster API v1.10 (v1beta1 storage, the v1beta2 conditions under
+# status.v1beta2), pinned by ``capi110/``: the controller tests run the v1beta1 era with them. The
+# core manager is the module's root package in that release.
+CAPI_V1BETA1_BINARIES = (
+    Binary("capi-core-manager", "capi110", "sigs.k8s.io/cluster-api"),
+    Binary("capi-kubeadm-control-plane-manager", "capi110", "sigs.k8s.io/cluster-api/controlplane/kubeadm"),
+    Binary("capi-kubeadm-bootstrap-manager", "capi110", "sigs.k8s.io/cluster-api/bootstrap/kubeadm"),
+    Binary("capd-manager", "capi110", "sigs.k8s.io/cluster-api/test/infrastructure/docker"),
 )
 
 
@@ -157,7 +167,7 @@ def module_digest(module: str) -> str:
     h = hashlib.sha256()
     for name in ("go.mod", "go.sum"):
         h.update((HERE / module / name).read_bytes())
-    for b in (*BINARIES, *CAPI_BINARIES):
+    for b in (*BINARIES, *CAPI_BINARIES, *CAPI_V1BETA1_BINARIES):
         if b.module == module and ldflags(b):
             h.update(f"{b.name} {ldflags(b)}".encode())
     return h.hexdigest()[:16]
@@ -167,13 +177,15 @@ def binary_path(binary: Binary) -> Path:
     return cache_dir() / "bin" / module_digest(binary.module) / binary.name
 
 
-def binary(name: str) -> Path:
-    """The built binary; raises Missing with the command that builds it."""
-    spec = next(b for b in (*BINARIES, *CAPI_BINARIES) if b.name == name)
+def binary(name: str, module: str | None = None) -> Path:
+    """The built binary (of the go.mod in ``module`` when given); raises Missing with the command
+    that builds it."""
+    spec = next(b for b in (*BINARIES, *CAPI_BINARIES, *CAPI_V1BETA1_BINARIES)
+                 if b.name == name and module in (None, b.module))
     path = binary_path(spec)
     if not path.is_file():
-        if spec in CAPI_BINARIES:
-            raise Missing(f"{name} is not built: run `make capi-tools` "
+        if spec in CAPI_BINARIES or spec in CAPI_V1BETA1_BINARIES:
+            raise Missing(f"{name} (tests/realcluster/{spec.module}) is not built: run `make capi-tools` "
                           "(or `python -m tests.realcluster.build --capi`)")
         raise Missing(f"{name} is not built: run `make tools` (or `python -m tests.realcluster.build`)")
     return path
@@ -247,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--capi", action="store_true",
                         help="the Cluster API managers of the controller tests instead of the suite's tools")
     args = parser.parse_args(argv)
-    binaries = CAPI_BINARIES if args.capi else BINARIES
-    missing = [b.name for b in binaries if not binary_path(b).is_file()]
+    binaries = (*CAPI_BINARIES, *CAPI_V1BETA1_BINARIES) if args.capi else BINARIES
+    missing = [f"{b.name} (tests/realcluster/{b.module})" for b in binaries if not binary_path(b).is_file()]
     if args.check:
         for name in missing:
             print(f"missing: {name}", file=sys.stderr)

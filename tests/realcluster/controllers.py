@@ -1,7 +1,8 @@
 """The Cluster API controllers on a RealCluster, without cert-manager.
 
-Owns: installing what the managers of ``build.CAPI_BINARIES`` need, read from the same module
-versions as the binaries (their CRDs with the contract labels and conversion webhooks their
+Owns: installing what the managers of one Cluster API release need (``build.CAPI_BINARIES``, v1.14,
+or ``build.CAPI_V1BETA1_BINARIES``, v1.10: ``RELEASES``), read from the same module versions as the
+binaries (their CRDs with the contract labels and conversion webhooks their
 kustomizations add, their Mutating/ValidatingWebhookConfigurations pointed at loopback URLs with the
 cluster's CA as caBundle), and running the managers: webhook servers on loopback with a serving
 certificate of the cluster's CA, feature gates, health probes, one log file each. Does not own the
@@ -43,26 +44,39 @@ class Manager:
     binary: str  # in build.CAPI_BINARIES
     module: str  # the Go module holding its config/ (pinned by tests/realcluster/capi/go.mod)
     folder: str  # the folder of the module holding config/crd and config/webhook
+    args: tuple[str, ...] = ()
 
+
+# The workload clusters' time runs about ten times faster than a real one's (a Machine starts in
+# about 16 s), and so does the KubeadmControlPlane's etcd call timeout: at upstream's 15 s, a call
+# to the etcd member of a Machine just removed blocks its reconcile, and its status, for 15 s.
+ETCD_CALL_TIMEOUT = "--etcd-call-timeout-duration=5s"
 
 MANAGERS = (
     Manager("capi-core-manager", CORE_MODULE, "core"),
     Manager("capi-kubeadm-bootstrap-manager", CORE_MODULE, "bootstrap/kubeadm"),
-    Manager("capi-kubeadm-control-plane-manager", CORE_MODULE, "controlplane/kubeadm"),
+    Manager("capi-kubeadm-control-plane-manager", CORE_MODULE, "controlplane/kubeadm", (ETCD_CALL_TIMEOUT,)),
     Manager("capd-manager", TEST_MODULE, "infrastructure/docker"),
 )
+# Cluster API v1.10 (``build.CAPI_V1BETA1_BINARIES``): the core manager's config/ is the module's own.
+MANAGERS_V1BETA1 = (
+    Manager("capi-core-manager", CORE_MODULE, ""),
+    *MANAGERS[1:],
+)
+# The managers of each go.mod under tests/realcluster that pins a Cluster API release.
+RELEASES = {"capi": MANAGERS, "capi110": MANAGERS_V1BETA1}
 
 
-def config_dir(manager: Manager) -> Path:
-    module = build.module_dir(manager.module, build.pinned_version("capi", manager.module))
+def config_dir(manager: Manager, pins: str = "capi") -> Path:
+    module = build.module_dir(manager.module, build.pinned_version(pins, manager.module))
     return module / manager.folder / "config"
 
 
-def crds(manager: Manager, webhook_url: str, ca_bundle: str) -> list[Obj]:
+def crds(manager: Manager, webhook_url: str, ca_bundle: str, pins: str = "capi") -> list[Obj]:
     """The manager's CRDs as its kustomization builds them: its resources, its labels (the
     contract labels the topology controller reads), and a conversion webhook on the CRDs its
     ``webhook_in_*`` patches name, here pointed at ``webhook_url``."""
-    root = config_dir(manager) / "crd"
+    root = config_dir(manager, pins) / "crd"
     kustomization = yaml.safe_load((root / "kustomization.yaml").read_text())
     labels: dict[str, str] = {}
     for entry in kustomization.get("labels") or []:
@@ -86,10 +100,11 @@ def crds(manager: Manager, webhook_url: str, ca_bundle: str) -> list[Obj]:
     return out
 
 
-def webhook_configurations(manager: Manager, webhook_url: str, ca_bundle: str) -> list[Obj]:
+def webhook_configurations(manager: Manager, webhook_url: str, ca_bundle: str,
+                           pins: str = "capi") -> list[Obj]:
     """The manager's admission webhook configurations, each webhook's service turned into
     ``webhook_url`` + its path, named after the manager (upstream's kustomize adds a prefix)."""
-    path = config_dir(manager) / "webhook" / "manifests.yaml"
+    path = config_dir(manager, pins) / "webhook" / "manifests.yaml"
     out = []
     for doc in yaml.safe_load_all(path.read_text()):
         if not doc:
@@ -115,10 +130,13 @@ class Running:
 
 
 class Controllers:
-    """``with Controllers(cluster, workdir):`` installs and runs every manager of MANAGERS."""
+    """``with Controllers(cluster, workdir):`` installs and runs every manager of the release that
+    ``tests/realcluster/<pins>/go.mod`` pins (``RELEASES``)."""
 
-    def __init__(self, cluster: RealCluster, workdir: Path, feature_gates: str = FEATURE_GATES) -> None:
-        self.cluster, self.dir = cluster, workdir
+    def __init__(self, cluster: RealCluster, workdir: Path, feature_gates: str = FEATURE_GATES,
+                 pins: str = "capi") -> None:
+        self.cluster, self.dir, self.pins = cluster, workdir, pins
+        self.managers = RELEASES[pins]
         workdir.mkdir(parents=True, exist_ok=True)
         self.kubeconfig = cluster.admin_kubeconfig(workdir / "kubeconfig")
         cert, key = cluster.pki.serving("webhook")
@@ -140,20 +158,20 @@ class Controllers:
         self.stop()
 
     def start(self, timeout: float = 120) -> None:
-        ports = {m.binary: free_port() for m in MANAGERS}
-        url = {m.binary: f"https://127.0.0.1:{ports[m.binary]}" for m in MANAGERS}
+        ports = {m.binary: free_port() for m in self.managers}
+        url = {m.binary: f"https://127.0.0.1:{ports[m.binary]}" for m in self.managers}
         self.cluster.install_crd_objects(
-            [c for m in MANAGERS for c in crds(m, url[m.binary], self.ca_bundle)])
-        for m in MANAGERS:
-            for config in webhook_configurations(m, url[m.binary], self.ca_bundle):
+            [c for m in self.managers for c in crds(m, url[m.binary], self.ca_bundle, self.pins)])
+        for m in self.managers:
+            for config in webhook_configurations(m, url[m.binary], self.ca_bundle, self.pins):
                 plural = config["kind"].lower() + "s"
                 self.cluster.request("POST", f"{ADMISSION}/{plural}", config)
-        for m in MANAGERS:
+        for m in self.managers:
             health = free_port()
             process = Process(m.binary, [
-                str(build.binary(m.binary)), f"--kubeconfig={self.kubeconfig}",
+                str(build.binary(m.binary, self.pins)), f"--kubeconfig={self.kubeconfig}",
                 f"--webhook-port={ports[m.binary]}", f"--health-addr=127.0.0.1:{health}",
-                f"--diagnostics-address=127.0.0.1:{free_port()}", *self._args,
+                f"--diagnostics-address=127.0.0.1:{free_port()}", *self._args, *m.args,
             ], self.dir / f"{m.binary}.log", env={
                 "POD_IP": "127.0.0.1", "POD_NAMESPACE": "capi-system", "POD_NAME": m.binary})
             process.start()
