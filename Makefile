@@ -13,7 +13,7 @@ PURE := FLEET_STATUS_EXPORTER_PURE_PYTHON=1
 # The modules setup.py compiles with mypyc: a change to one of them means building again.
 COMPILED_SOURCES := $(wildcard exporter/engine/*.py exporter/metrics/*.py)
 
-.PHONY: run test lint pytest build deps system-deps build-deps tools capi-tools test-capi docs sync-chart-files bench clean
+.PHONY: run test lint pytest build deps system-deps build-deps tools capi-tools ksm-tool test-capi docs sync-chart-files bench clean
 
 run: build
 	$(BIN)/fleet-status-exporter serve --from-files examples/
@@ -87,6 +87,12 @@ tools: deps
 # the same cache (about 4 minutes per release cold).
 capi-tools: tools
 	$(BIN)/python -m tests.realcluster.build --capi
+
+# kube-state-metrics from its pinned Go module (tests/realcluster/ksm), into the same cache (about
+# 2 minutes cold), and Cluster API's configuration for it into Go's module cache: the benchmark's
+# --ksm runs it beside the exporter. Not part of `make test`.
+ksm-tool: deps
+	$(BIN)/python -m tests.realcluster.build --ksm
 
 # The engine against the live Cluster API controllers of both eras (tests/test_capi_controllers.py,
 # marker capi; 7-9 minutes per era): not part of `make test`, CI runs it after it. -rP prints

@@ -302,3 +302,75 @@ def test_manifest_loading_handles_lists_and_multi_documents(tmp_path: Any) -> No
     api.load(objects)
     assert api.resource("FooMachinePool").plural == "foomachinepools"
     assert api.resource("Cluster").versions == ("v1beta2", "v1beta1")
+
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+WATCH_LIST = {"watch": "true", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
+              "allowWatchBookmarks": "true", "timeoutSeconds": "5"}
+
+
+async def test_every_installed_type_has_its_crd(api: FakeKubeAPI, http: aiohttp.ClientSession) -> None:
+    # Clients that find custom resources through their CRDs (kube-state-metrics) list and watch them.
+    status, listed = await get(http, CRDS)
+    assert status == 200
+    crds = {o["metadata"]["name"]: o for o in listed["items"]}
+    machines = crds["machines.cluster.x-k8s.io"]
+    assert machines["spec"]["group"] == "cluster.x-k8s.io" and machines["spec"]["scope"] == "Namespaced"
+    assert (machines["spec"]["names"]["kind"], machines["spec"]["names"]["plural"]) == ("Machine", "machines")
+    assert [(v["name"], v["served"], v["storage"]) for v in machines["spec"]["versions"]] == \
+        [("v1beta2", True, True), ("v1beta1", True, False)]
+    assert crds["managedclusters.cluster.open-cluster-management.io"]["spec"]["scope"] == "Cluster"
+    status, doc = await get(http, "/apis/apiextensions.k8s.io/v1")
+    assert status == 200 and "customresourcedefinitions" in {r["name"] for r in doc["resources"]}
+    api.install(*CAPI_TYPES)  # unchanged: no write
+    assert (await get(http, CRDS))[1]["metadata"]["resourceVersion"] == listed["metadata"]["resourceVersion"]
+    params = {"watch": "true", "resourceVersion": listed["metadata"]["resourceVersion"]}
+    async with http.get(CRDS, params=params) as resp:
+        api.uninstall(group="work.open-cluster-management.io")
+        events = await read_events(resp, 2)
+    assert {(e["type"], e["object"]["metadata"]["name"]) for e in events} == {
+        ("DELETED", "manifestworks.work.open-cluster-management.io"),
+        ("DELETED", "manifestworkreplicasets.work.open-cluster-management.io"),
+    }
+    assert (await get(http, f"{CRDS}/machines.cluster.x-k8s.io"))[0] == 200
+
+
+async def test_watch_list_sends_the_objects_then_the_bookmark_that_ends_them(
+    api: FakeKubeAPI, http: aiohttp.ClientSession
+) -> None:
+    # client-go's informers open with a watch-list (sendInitialEvents) since Kubernetes 1.35.
+    for name in ("a", "b"):
+        api.create(machine(name))
+    current = api.store.rv
+    async with http.get(MACHINES, params=WATCH_LIST) as resp:
+        assert resp.status == 200
+        events = await read_events(resp, 3)
+        api.create(machine("c"))
+        (later,) = await read_events(resp, 1)
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in events] == \
+        [("ADDED", "a"), ("ADDED", "b"), ("BOOKMARK", None)]
+    end = events[2]["object"]
+    assert end["metadata"] == {"resourceVersion": str(current),
+                               "annotations": {"k8s.io/initial-events-end": "true"}}
+    assert end["kind"] == "Machine" and end["apiVersion"] == "cluster.x-k8s.io/v1beta2"
+    assert later["type"] == "ADDED" and later["object"]["metadata"]["name"] == "c"
+    # sendInitialEvents=false from no version: only what happens next.
+    quiet = {**WATCH_LIST, "sendInitialEvents": "false"}
+    async with http.get(MACHINES, params=quiet) as resp:
+        api.create(machine("d"))
+        (first,) = await read_events(resp, 1)
+    assert first["type"] == "ADDED" and first["object"]["metadata"]["name"] == "d"
+
+
+async def test_watch_list_options_are_validated_as_a_real_server_does(
+    api: FakeKubeAPI, http: aiohttp.ClientSession
+) -> None:
+    without_match = {k: v for k, v in WATCH_LIST.items() if k != "resourceVersionMatch"}
+    status, body = await get(http, MACHINES, **without_match)
+    assert status == 422 and body["reason"] == "Invalid"
+    assert "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan" in body["message"]
+    only_match = {"watch": "true", "resourceVersionMatch": "NotOlderThan"}
+    status, body = await get(http, MACHINES, **only_match)
+    assert status == 422 and "forbidden for watch unless sendInitialEvents is provided" in body["message"]
+    status, body = await get(http, MACHINES, **{**WATCH_LIST, "resourceVersion": str(api.store.rv + 5)})
+    assert status == 504 and body["message"].startswith("Too large resource version")

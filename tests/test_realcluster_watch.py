@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from exporter.sources.kube import KubeSource, KubeSourceConfig, LoopSettings
-from tests.kubeapi import CAPI_TYPES, OCM_TYPES
+from tests.kubeapi import CAPI_TYPES, OCM_TYPES, FakeKubeAPI
 from tests.kubeapi.fixtures import FAST, RecordingSink, eventually, make_env, simple_project
 from tests.realcluster import eras
 from tests.realcluster.cluster import Obj, RealCluster
@@ -153,6 +155,56 @@ async def test_the_same_changes_reach_the_sink_alike_from_the_fake_and_the_real_
         assert fake_stats.relists == real_stats.relists == {}
     finally:
         await env.close()
+
+
+async def test_a_watch_list_and_the_crds_read_alike_from_the_fake_and_the_real_server(real: Real) -> None:
+    # What client-go's informers (kube-state-metrics') ask first: the CRDs, and a watch-list
+    # (sendInitialEvents) of each kind, ended by a bookmark annotated k8s.io/initial-events-end.
+    c = real.cluster
+    for name in ("w1", "w2"):
+        c.create(capi_cluster(name))
+    path = "/apis/cluster.x-k8s.io/v1beta2/namespaces/ns1/clusters"
+    params = {"watch": "true", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
+              "allowWatchBookmarks": "true", "timeoutSeconds": "1"}
+    invalid = ({k: v for k, v in params.items() if k != "resourceVersionMatch"},
+               {"watch": "true", "resourceVersionMatch": "NotOlderThan", "timeoutSeconds": "1"})
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CLUSTERS}"
+
+    def shape(events: list[Obj]) -> list[tuple[Any, ...]]:
+        # The fake keeps no managedFields: the objects' metadata is compared by name only.
+        return [(e["type"], e["object"]["metadata"].get("name"), e["object"]["metadata"].get("annotations"),
+                 sorted(e["object"]["metadata"]) if e["type"] == "BOOKMARK" else None) for e in events]
+
+    def crd_shape(crd: Obj) -> tuple[Any, ...]:
+        spec = crd["spec"]
+        return (spec["group"], spec["names"]["kind"], spec["names"]["plural"], spec["scope"],
+                sorted(v["name"] for v in spec["versions"] if v["served"]))
+
+    status, real_events = c.watch(path, params)
+    real_invalid = [c.watch(path, p) for p in invalid]
+    real_crd = crd_shape(c.request("GET", crd_path))
+    async with FakeKubeAPI() as api, aiohttp.ClientSession(api.url) as http:
+        api.install(*CAPI_TYPES)
+        for name in ("w1", "w2"):
+            api.create(capi_cluster(name))
+
+        async def fake_watch(p: dict[str, str]) -> tuple[int, list[Obj]]:
+            async with http.get(path, params=p) as resp:
+                body = await resp.read()
+            return resp.status, [json.loads(line) for line in body.splitlines() if line.strip()]
+
+        fake_status, fake_events = await fake_watch(params)
+        fake_invalid = [await fake_watch(p) for p in invalid]
+        async with http.get(crd_path) as resp:
+            fake_crd = crd_shape(await resp.json())
+    assert status == fake_status == 200
+    assert shape(fake_events) == shape(real_events)
+    assert [e["type"] for e in real_events] == ["ADDED", "ADDED", "BOOKMARK"]
+    assert real_events[-1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    for (real_code, (real_body,)), (fake_code, (fake_body,)) in zip(real_invalid, fake_invalid, strict=True):
+        assert fake_code == real_code == 422
+        assert (fake_body["reason"], fake_body["message"]) == (real_body["reason"], real_body["message"])
+    assert fake_crd == real_crd
 
 
 async def test_changes_are_followed_within_a_second(real: Real) -> None:

@@ -26,6 +26,7 @@ OCM_ADDON = "addon.open-cluster-management.io"
 ADDONS = "addons.cluster.x-k8s.io"
 RUNTIME = "runtime.cluster.x-k8s.io"
 IPAM = "ipam.cluster.x-k8s.io"
+APIEXTENSIONS = "apiextensions.k8s.io"
 
 CAPI_VERSIONS = ("v1beta2", "v1beta1")
 
@@ -72,12 +73,48 @@ OCM_TYPES: tuple[ResourceType, ...] = (
     ResourceType(OCM_ADDON, "ManagedClusterAddOn", "managedclusteraddons", ("v1alpha1",)),
 )
 
+# Served by every API server: one CustomResourceDefinition per installed type (server.py writes
+# them), which clients that discover custom resources from their CRDs list and watch.
+CRD_TYPE = ResourceType(APIEXTENSIONS, "CustomResourceDefinition", "customresourcedefinitions", ("v1",),
+                        namespaced=False)
+
 KNOWN: dict[tuple[str, str], ResourceType] = {
     (t.group, t.kind): t for t in (*CAPI_TYPES, *INFRA_TYPES, *BOOTSTRAP_TYPES, *OCM_TYPES)
 }
 CLUSTER_SCOPED_KINDS = {
     "ManagedCluster", "ManagedClusterSet", "Namespace", "ClusterManagementAddOn", "ExtensionConfig",
 }
+
+
+def crd_object(t: ResourceType, document: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The CustomResourceDefinition serving ``t``: ``document`` when the type was installed from
+    one, else one made from the type (every version served, the preferred one stored), established."""
+    if document is not None:
+        crd = {k: v for k, v in document.items() if k != "status"}
+        crd["metadata"] = {k: v for k, v in (document.get("metadata") or {}).items()
+                           if k in ("name", "labels", "annotations")}
+    else:
+        versions = sorted(t.versions, key=version_priority)
+        crd = {
+            "apiVersion": f"{APIEXTENSIONS}/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{t.plural}.{t.group}"},
+            "spec": {
+                "group": t.group,
+                "names": {"kind": t.kind, "listKind": f"{t.kind}List", "plural": t.plural,
+                          "singular": t.singular},
+                "scope": "Namespaced" if t.namespaced else "Cluster",
+                "versions": [{"name": v, "served": True, "storage": v == versions[0]} for v in versions],
+            },
+        }
+    names = crd["spec"]["names"]
+    crd["status"] = {
+        "acceptedNames": names,
+        "conditions": [{"type": "NamesAccepted", "status": "True", "reason": "NoConflicts"},
+                       {"type": "Established", "status": "True", "reason": "InitialNamesAccepted"}],
+        "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
+    }
+    return crd
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:

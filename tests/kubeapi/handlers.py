@@ -3,7 +3,8 @@
 Owns the translation between HTTP and the object store: path parsing, the discovery documents
 built from the installed resource types, list semantics (selectors, pagination with continue
 snapshots, resourceVersion/resourceVersionMatch), the watch stream loop (initial state or
-history replay, bookmarks, ERROR events, timeouts, stalls and drops requested by the test) and
+history replay, watch-list's initial events and their end bookmark, bookmarks, ERROR events,
+timeouts, stalls and drops requested by the test) and
 create/update/delete. State and fault bookkeeping live on ``FakeKubeAPI`` (``server.py``).
 """
 
@@ -26,6 +27,8 @@ _RECORD: Any = web.RequestKey("record", object) if hasattr(web, "RequestKey") el
 
 
 TRUE = {"true", "True", "1"}
+FALSE = {"false", "False", "0"}
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # the annotation on a watch-list's end bookmark
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
@@ -45,7 +48,7 @@ class HandlersMixin:
         try:
             self._check_auth(request)
             if parts == ["version"]:
-                return self.json_response({"major": "1", "minor": "33", "gitVersion": "v1.33.0-fake"})
+                return self.json_response({"major": "1", "minor": "36", "gitVersion": "v1.36.3-fake"})
             if parts and parts[0] == "api":
                 return self._core_discovery(parts)
             if not parts or parts[0] != "apis":
@@ -214,20 +217,31 @@ class HandlersMixin:
         from tests.kubeapi.server import Watch
 
         rv = q.get("resourceVersion", "")
+        send_initial = _watch_list_option(q)
         selector = parse_label_selector(q.get("labelSelector", ""))
         timeout = float(q.get("timeoutSeconds") or 0) or self.default_watch_timeout
         if self.max_watch_timeout is not None:
             timeout = min(timeout, self.max_watch_timeout)
         # A watch from "" or "0" starts at the cache's version; from N, at N (newer than the
         # resource's cache when N is a list's global version and nobody wrote the resource since).
-        start_rv = self.cache_rv.get(rt.key, self.store.rv) if rv in ("", "0") else _int_rv(rv)
+        # A watch-list (sendInitialEvents=true) starts where its initial events end, at etcd's
+        # current version; sendInitialEvents=false from "" at that version too.
+        if rv not in ("", "0") and send_initial is not None and _int_rv(rv) > self.store.rv:
+            raise ApiError(504, "Timeout", f"Too large resource version: {rv}, current: {self.store.rv}")
+        if send_initial is True or (send_initial is False and rv == ""):
+            start_rv = self.store.rv
+        elif rv in ("", "0"):
+            start_rv = self.cache_rv.get(rt.key, self.store.rv)
+        else:
+            start_rv = _int_rv(rv)
         w = Watch(rt, version, namespace, selector, q.get("allowWatchBookmarks") in TRUE, request, start_rv)
         initial: list[tuple[str, Obj]] = []
         expired: ApiError | None = None
-        if rv in ("", "0"):
+        initial_end = send_initial is True and w.bookmarks
+        if send_initial is True or (send_initial is None and rv in ("", "0")):
             initial = [("ADDED", o) for o in self.store.list_at(rt.key, None)]
             initial = [(t, o) for t, o in initial if w.translate_initial(o)]
-        else:
+        elif rv not in ("", "0"):
             try:
                 events = self.store.events_after(_int_rv(rv))
             except ApiError as e:
@@ -246,6 +260,8 @@ class HandlersMixin:
                 return resp
             for etype, obj in initial:
                 await _send(resp, etype, served(obj, rt, version))
+            if initial_end:
+                await _send(resp, "BOOKMARK", self._bookmark_obj(rt, version, start_rv, initial_end=True))
             await self._stream(w, resp, asyncio.get_running_loop().time() + timeout)
         except (ConnectionResetError, asyncio.CancelledError):
             pass  # the client went away
@@ -296,14 +312,34 @@ class HandlersMixin:
             w.sent += 1
 
     @staticmethod
-    def _bookmark_obj(rt: ResourceType, version: str, rv: int) -> Obj:
-        meta = {"resourceVersion": str(rv)}
+    def _bookmark_obj(rt: ResourceType, version: str, rv: int, initial_end: bool = False) -> Obj:
+        meta: Obj = {"resourceVersion": str(rv)}
+        if initial_end:  # the end of a watch-list's initial events
+            meta["annotations"] = {INITIAL_EVENTS_END: "true"}
         return {"apiVersion": f"{rt.group}/{version}", "kind": rt.kind, "metadata": meta}
 
 
 async def _send(resp: web.StreamResponse, etype: str, obj: Obj) -> None:
     with contextlib.suppress(RuntimeError):  # writing after the transport closed
         await resp.write(json.dumps({"type": etype, "object": obj}).encode() + b"\n")
+
+
+def _watch_list_option(q: dict[str, str]) -> bool | None:
+    """``sendInitialEvents`` of a watch (None when absent), validated as a real server does: it
+    needs ``resourceVersionMatch=NotOlderThan``, which in turn is only allowed with it."""
+    raw, match = q.get("sendInitialEvents"), q.get("resourceVersionMatch", "")
+    invalid = 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+    if raw is not None and match != "NotOlderThan":
+        raise ApiError(422, "Invalid", invalid + "sendInitialEvents requires setting resourceVersionMatch to "
+                       "NotOlderThan")
+    if match and raw is None:
+        raise ApiError(422, "Invalid", invalid + "resourceVersionMatch is forbidden for watch unless "
+                       "sendInitialEvents is provided")
+    if raw is None:
+        return None
+    if raw not in TRUE | FALSE:
+        raise ApiError(400, "BadRequest", f"invalid sendInitialEvents {raw!r}")
+    return raw in TRUE
 
 
 def _int_rv(rv: str) -> int:

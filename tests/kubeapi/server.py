@@ -15,9 +15,14 @@ moves with that resource's own writes, or with etcd's progress notification
 (``progress_notify``); a watch gets a BOOKMARK (periodically, and right before its timeoutSeconds
 deadline) only once that version has passed the one the watch started from. On a resource nobody
 writes, a watch from a list's (global) resourceVersion gets none until the next progress
-notification. Object storage and resourceVersion rules live in ``state.py``; kind definitions in
-``catalog.py``. Types installed from CRD documents (``install_crds``) get structural pruning and
-defaulting on write (``schema.py``); other types store objects as written. Not a full API server:
+notification. A watch with ``sendInitialEvents`` (client-go's watch-list, which its informers
+use first since Kubernetes 1.35) gets the current objects as ADDED events, then a BOOKMARK
+annotated ``k8s.io/initial-events-end``, as a real server's watch cache sends them. Every installed
+type has its CustomResourceDefinition (``apiextensions.k8s.io/v1``), written on install and
+uninstall, for clients that find custom resources through their CRDs (kube-state-metrics); writing
+one over HTTP installs nothing. Object storage and resourceVersion rules live in ``state.py``; kind
+definitions in ``catalog.py``. Types installed from CRD documents (``install_crds``) get structural
+pruning and defaulting on write (``schema.py``); other types store objects as written. Not a full API server:
 no admission, no validation, no conversion (objects are served as stored, with apiVersion set to
 the requested version), no status subresource semantics (a write to ``/status`` replaces the whole
 object), no field selectors, no protobuf.
@@ -26,6 +31,7 @@ object), no field selectors, no protobuf.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 from collections.abc import Callable, Iterable
@@ -36,7 +42,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from tests.kubeapi.catalog import split_api_version, type_for, types_for_objects
+from tests.kubeapi.catalog import CRD_TYPE, crd_object, split_api_version, type_for, types_for_objects
 from tests.kubeapi.handlers import HandlersMixin
 from tests.kubeapi.schema import Schema, prune_and_default, version_schemas
 from tests.kubeapi.state import ApiError, Event, Obj, ObjectStore, ResourceType, labels_of
@@ -156,6 +162,8 @@ class FakeKubeAPI(HandlersMixin):
         self.tokens: set[str] | None = None
         self.authorizations: list[str] = []  # the Authorization header of every request, in order
         self._runner: web.AppRunner | None = None
+        self.resources[CRD_TYPE.key] = CRD_TYPE
+        self.cache_rv[CRD_TYPE.key] = self.store.rv
 
     # ---- lifecycle ----
 
@@ -201,8 +209,21 @@ class FakeKubeAPI(HandlersMixin):
 
     def install(self, *types: ResourceType) -> None:
         for t in types:
-            self.resources[t.key] = t
-            self.cache_rv.setdefault(t.key, self.store.rv)  # the cache starts from a list of etcd
+            self._install(t, None)
+
+    def _install(self, t: ResourceType, document: Obj | None) -> None:
+        """Serve ``t``, with its CustomResourceDefinition (``document``, or one made from ``t``)."""
+        if t.key == CRD_TYPE.key:
+            return  # always served
+        self.resources[t.key] = t
+        crd = crd_object(t, document)
+        stored = self.store.get(CRD_TYPE.key, "", crd["metadata"]["name"])
+        if stored is None:
+            self.store.create(CRD_TYPE.key, crd)
+        elif {k: v for k, v in stored.items() if k != "metadata"} != {k: v for k, v in crd.items()
+                                                                      if k != "metadata"}:
+            self.store.update(CRD_TYPE.key, crd)
+        self.cache_rv.setdefault(t.key, self.store.rv)  # the cache starts from a list of etcd
 
     def install_crds(self, crds: Iterable[Obj | str | Path]) -> list[ResourceType]:
         """Install the types of CustomResourceDefinition documents (dicts, or YAML files of them),
@@ -215,7 +236,7 @@ class FakeKubeAPI(HandlersMixin):
             served = [v["name"] for v in spec.get("versions") or [] if v.get("served", True)]
             t = ResourceType(spec["group"], spec["names"]["kind"], spec["names"]["plural"], tuple(served),
                              spec.get("scope", "Namespaced") == "Namespaced")
-            self.install(t)
+            self._install(t, crd)
             for key in [k for k in self.schemas if k[0] == t.key]:
                 del self.schemas[key]
             for version, schema in version_schemas(crd).items():
@@ -232,8 +253,12 @@ class FakeKubeAPI(HandlersMixin):
     def uninstall(self, *, group: str | None = None, kind: str | None = None) -> None:
         """Remove CRDs (by group, by kind, or both); their objects disappear and open watches close."""
         for key, t in list(self.resources.items()):
+            if key == CRD_TYPE.key:
+                continue
             if (group is None or t.group == group) and (kind is None or t.kind == kind):
                 del self.resources[key]
+                with contextlib.suppress(ApiError):
+                    self.store.delete(CRD_TYPE.key, "", f"{t.plural}.{t.group}")
                 for skey in [k for k in self.schemas if k[0] == key]:
                     del self.schemas[skey]
                 self.store.drop_resource(key)
@@ -279,10 +304,11 @@ class FakeKubeAPI(HandlersMixin):
         return self.store.delete(self.resource(kind, group).key, namespace or "", name)
 
     def objects(self, kind: str | None = None) -> list[Obj]:
-        """Every stored object of installed resources (of one kind when given)."""
+        """Every stored object of installed resources (of one kind when given; the
+        CustomResourceDefinitions only when asked for by kind)."""
         out: list[Obj] = []
         for t in self.resources.values():
-            if kind is None or t.kind == kind:
+            if t.kind == kind or (kind is None and t.key != CRD_TYPE.key):
                 out.extend(self.store.list_at(t.key, None))
         return out
 

@@ -9,6 +9,7 @@ the CRD modules into the Go module cache. Does not own starting anything (``clus
     python -m tests.realcluster.build          # build what is missing, print where it is
     python -m tests.realcluster.build --check  # exit 1 when something is missing
     python -m tests.realcluster.build --capi   # the Cluster API managers of both eras (``make capi-tools``)
+    python -m tests.realcluster.build --ksm    # kube-state-metrics for the benchmark (``make ksm-tool``)
 
 The cache is ``$FSE_TOOLS_CACHE``, else ``$XDG_CACHE_HOME/fleet-status-exporter``, else
 ``~/.cache/fleet-status-exporter``. Go's own caches (module and build) are used as they are set.
@@ -69,6 +70,16 @@ CAPI_V1BETA1_BINARIES = (
     Binary("capi-kubeadm-bootstrap-manager", "capi110", "sigs.k8s.io/cluster-api/bootstrap/kubeadm"),
     Binary("capd-manager", "capi110", "sigs.k8s.io/cluster-api/test/infrastructure/docker"),
 )
+
+
+# kube-state-metrics, pinned by ``ksm/``: the benchmark runs it beside the exporter (``--ksm``) with
+# the custom-resource-state configuration Cluster API publishes (KSM_CONFIG), to compare CPU per
+# watch event. Neither the suite nor CI needs it.
+KSM_BINARIES = (Binary("kube-state-metrics", "ksm", "k8s.io/kube-state-metrics/v2"),)
+
+# The configuration is read from the module cache where it is generated (from ``templates/``), at
+# the Cluster API release whose CRDs the benchmark's fake API server serves.
+KSM_CONFIG = ("sigs.k8s.io/cluster-api", "v1.14.2", "core/config/metrics/crd-metrics-config.yaml")
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,9 @@ CRD_SOURCES = {
 }
 
 
+ALL_BINARIES = (*BINARIES, *CAPI_BINARIES, *CAPI_V1BETA1_BINARIES, *KSM_BINARIES)
+
+
 class Missing(Exception):
     """A component is not built or fetched yet."""
 
@@ -167,7 +181,7 @@ def module_digest(module: str) -> str:
     h = hashlib.sha256()
     for name in ("go.mod", "go.sum"):
         h.update((HERE / module / name).read_bytes())
-    for b in (*BINARIES, *CAPI_BINARIES, *CAPI_V1BETA1_BINARIES):
+    for b in ALL_BINARIES:
         if b.module == module and ldflags(b):
             h.update(f"{b.name} {ldflags(b)}".encode())
     return h.hexdigest()[:16]
@@ -180,14 +194,25 @@ def binary_path(binary: Binary) -> Path:
 def binary(name: str, module: str | None = None) -> Path:
     """The built binary (of the go.mod in ``module`` when given); raises Missing with the command
     that builds it."""
-    spec = next(b for b in (*BINARIES, *CAPI_BINARIES, *CAPI_V1BETA1_BINARIES)
-                 if b.name == name and module in (None, b.module))
+    spec = next(b for b in ALL_BINARIES if b.name == name and module in (None, b.module))
     path = binary_path(spec)
     if not path.is_file():
         if spec in CAPI_BINARIES or spec in CAPI_V1BETA1_BINARIES:
             raise Missing(f"{name} (tests/realcluster/{spec.module}) is not built: run `make capi-tools` "
                           "(or `python -m tests.realcluster.build --capi`)")
+        if spec in KSM_BINARIES:
+            raise Missing(f"{name} (tests/realcluster/{spec.module}) is not built: run `make ksm-tool` "
+                          "(or `python -m tests.realcluster.build --ksm`)")
         raise Missing(f"{name} is not built: run `make tools` (or `python -m tests.realcluster.build`)")
+    return path
+
+
+def ksm_config() -> Path:
+    """Cluster API's kube-state-metrics configuration for its kinds, in the Go module cache."""
+    module, version, relative = KSM_CONFIG
+    path = module_dir(module, version) / relative
+    if not path.is_file():
+        raise Missing(f"{relative} is not in {module}@{version}")
     return path
 
 
@@ -256,10 +281,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only check; exit 1 when something is missing")
-    parser.add_argument("--capi", action="store_true",
-                        help="the Cluster API managers of the controller tests instead of the suite's tools")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--capi", action="store_true",
+                       help="the Cluster API managers of the controller tests instead of the suite's tools")
+    which.add_argument("--ksm", action="store_true",
+                       help="kube-state-metrics and its Cluster API configuration, for the benchmark's --ksm")
     args = parser.parse_args(argv)
-    binaries = (*CAPI_BINARIES, *CAPI_V1BETA1_BINARIES) if args.capi else BINARIES
+    binaries = ((*CAPI_BINARIES, *CAPI_V1BETA1_BINARIES) if args.capi
+                else KSM_BINARIES if args.ksm else BINARIES)
     missing = [f"{b.name} (tests/realcluster/{b.module})" for b in binaries if not binary_path(b).is_file()]
     if args.check:
         for name in missing:
@@ -267,7 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if missing else 0
     try:
         build_binaries(binaries)
-        if not args.capi:
+        if args.ksm:
+            print(f"kube-state-metrics configuration: {ksm_config()}")
+        elif not args.capi:
             for era in CRD_SOURCES:
                 crd_files(era)
     except (Missing, subprocess.CalledProcessError) as e:

@@ -19,6 +19,7 @@ import ssl
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -215,6 +216,17 @@ class RealCluster:
         if status not in tuple(ok):
             raise ApiError(status, parsed, f"{method} {path}")
         return parsed
+
+    def watch(self, path: str, params: Mapping[str, str]) -> tuple[int, list[Obj]]:
+        """A watch request's status and every event it streamed until the server ended it (give
+        ``timeoutSeconds``); for an error status, the Status object alone."""
+        req = urllib.request.Request(f"{self.url}{path}?{urllib.parse.urlencode(params)}")
+        req.add_header("Accept", "application/json")
+        try:
+            with urllib.request.urlopen(req, context=self._ssl, timeout=60) as r:
+                return int(r.status), [json.loads(line) for line in r if line.strip()]
+        except urllib.error.HTTPError as e:
+            return int(e.code), [json.loads(e.read())]
 
     def resource(self, api_version: str, kind: str) -> Resource:
         try:
