@@ -2,7 +2,8 @@
 
 Runs the comparison scale first (10 % by default: ready, size and the burst, for the per-event
 cost), then every requested scale in full, the prometheus_client baseline on each scale's
-exposition, and prints the table of ``report.py``. Owns only argument handling and sequencing.
+exposition, and prints the table of ``report.py``; with ``--ksm``, kube-state-metrics' CPU per event
+beside the exporter's at each scale. Owns only argument handling and sequencing.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from exporter import implementation
 from tests.benchmark import report
 from tests.benchmark.harness import Options, Run
+from tests.realcluster import build
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -72,13 +74,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="record py-spy profiles of the exporter during the burst and the churn",
     )
+    p.add_argument(
+        "--ksm",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also run kube-state-metrics (make ksm-tool) with Cluster API's configuration on the same API "
+        "server and measure the CPU per event of both over the same paced streams",
+    )
+    p.add_argument("--ksm-rate", type=float, default=300.0, help="changes per second of the --ksm streams")
+    p.add_argument("--ksm-rounds", type=int, default=3, help="paced streams of the --ksm comparison")
+    p.add_argument(
+        "--cpu-only",
+        action="store_true",
+        help="only time to ready, size and the CPU per event (the paced stream, and --ksm's): no scrapes, "
+        "burst or churn",
+    )
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs, expositions)")
     return p.parse_args(argv)
 
 
 def options(args: argparse.Namespace) -> Options:
     o = Options(quick=args.quick, rate=args.rate, seed=args.seed, profile=args.profile,
-                provider_objects=not args.no_provider_objects)
+                provider_objects=not args.no_provider_objects, ksm=args.ksm, ksm_rate=args.ksm_rate,
+                ksm_rounds=args.ksm_rounds, cpu_only=args.cpu_only)
     if args.quick:
         o = replace(o, churn_minutes=1.0, burst=5000, scrapes=10, window=30.0, slow_interval=10.0)
     if args.churn_minutes is not None:
@@ -107,6 +125,13 @@ def baseline(metrics_file: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.ksm:
+        try:  # before anything runs: without it there is no comparison to make
+            build.binary("kube-state-metrics")
+            build.ksm_config()
+        except build.Missing as e:
+            print(f"--ksm: {e}", file=sys.stderr)
+            return 2
     scales = sorted({int(s) for arg in args.scale or ["100"] for s in str(arg).split(",") if s})
     base = options(args)
     plan = [(s, True) for s in scales]
@@ -117,10 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     built = implementation() if not args.exporter_cmd else "as --exporter-cmd runs it"
     print(f"-- exporter build: {built}", flush=True)
     for scale, full in plan:
-        print(f"-- scale {scale} % ({'full phases' if full else 'ready, size and burst only'})", flush=True)
+        phases = "ready, size and CPU per event only" if args.cpu_only else (
+            "full phases" if full else "ready, size and burst only")
+        print(f"-- scale {scale} % ({phases})", flush=True)
         run = Run(replace(base, scale=scale, full=full))
         result = asyncio.run(run.run())
-        if full and not args.no_baseline and not args.size_only and (run.dir / "metrics.txt").exists():
+        if (full and not args.no_baseline and not args.size_only and not args.cpu_only
+                and (run.dir / "metrics.txt").exists()):
             result["baseline"] = baseline(run.dir / "metrics.txt")
         result["implementation"] = built
         results.append(result)

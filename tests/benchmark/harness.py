@@ -16,6 +16,7 @@ import itertools
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from typing import Any
 import aiohttp
 
 from exporter.sources.discovery import PROVIDER_ROLES
-from tests.benchmark import probes
+from tests.benchmark import ksm, probes
 from tests.benchmark.mutations import MARKER_FAMILY
 from tests.benchmark.probes import Child, Scrape, StallProbe, percentile
 from tests.benchmark.profile import Profiler, summarize
@@ -55,6 +56,11 @@ class Options:
     # False: the exporter leaves the provider objects out (--exclude-resource of their roles); the
     # fleet, served by the API server, is the same
     provider_objects: bool = True
+    # kube-state-metrics beside the exporter (``ksm.py``): CPU per event of both on the same stream
+    ksm: bool = False
+    ksm_rate: float = 300.0
+    ksm_rounds: int = 3
+    cpu_only: bool = False  # only ready, size and the per-event CPU (paced, and the comparison with --ksm)
 
 
 # How often the churn phase scrapes the marker family alone to time event-to-scrape, and the burst
@@ -288,27 +294,91 @@ class Run:
         across scales uses a paced stream where almost every change is processed on its own.
         """
         assert self.exporter is not None
-        pid = self.exporter.pid
-        await self._wait_idle(pid, 10.0)
-        t0, cpu0 = time.monotonic(), probes.cpu_seconds(pid)
+        with Profiler(self.exporter.pid, self.dir / "profile-paced.txt", self.o.profile):
+            measured = await self._paced_cpu(session, {"exporter": self.exporter.pid}, self.o.paced_rate)
+        self.result["paced"] = measured["exporter"]
+        if self.o.profile:
+            self.result["profile_paced"] = summarize(self.dir / "profile-paced.txt")
+
+    async def _paced_cpu(self, session: aiohttp.ClientSession, pids: dict[str, int],
+                         rate: float) -> dict[str, dict[str, Any]]:
+        """CPU per event of each process (with its descendants) over one paced stream of
+        ``paced_seconds`` at ``rate`` changes per second, each process's idle CPU rate subtracted."""
+        for pid in pids.values():
+            await self._wait_idle(pid, 10.0)
+        t0, idle0 = time.monotonic(), {name: probes.cpu_seconds(pid) for name, pid in pids.items()}
         await asyncio.sleep(1.0)
-        idle_rate = (probes.cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
-        cpu0 = probes.cpu_seconds(pid)
-        started = await self.control_post(session, "/churn", {"rate": self.o.paced_rate})
+        idle_rate = {name: (probes.cpu_seconds(pid) - idle0[name]) / (time.monotonic() - t0)
+                     for name, pid in pids.items()}
+        cpu0 = {name: probes.cpu_seconds(pid) for name, pid in pids.items()}
+        own0 = {name: probes.cpu_seconds(pid, descendants=False) for name, pid in pids.items()}
+        started = await self.control_post(session, "/churn", {"rate": rate})
         await asyncio.sleep(self.o.paced_seconds)
         stopped = await self.control_post(session, "/churn/stop", {})
-        busy_until, cpu1 = await self._wait_idle(pid, self.o.burst_limit)
+        done = {name: await self._wait_idle(pid, self.o.burst_limit) for name, pid in pids.items()}
+        own1 = {name: probes.cpu_seconds(pid, descendants=False) for name, pid in pids.items()}
         changes = (await self.control_get(session, f"/changes?since={started['index']}"))["changes"]
         events = sum(c["events"] for c in changes[: stopped["index"] - started["index"]])
-        spent = cpu1 - cpu0 - idle_rate * (busy_until - started["started"])
-        self.result["paced"] = {
-            "rate": self.o.paced_rate,
-            "events": events,
-            "cpu_seconds": spent,
-            "idle_cpu_rate": idle_rate,
-            "cpu_us_per_event": spent / max(events, 1) * 1e6,
-            "drain_seconds": max(busy_until - stopped["stopped"], 0.0),
-        }
+        out: dict[str, dict[str, Any]] = {}
+        for name, (busy_until, cpu1) in done.items():
+            spent = cpu1 - cpu0[name] - idle_rate[name] * (busy_until - started["started"])
+            out[name] = {
+                "rate": rate,
+                "events": events,
+                "cpu_seconds": spent,
+                "idle_cpu_rate": idle_rate[name],
+                "cpu_us_per_event": spent / max(events, 1) * 1e6,
+                # The process alone, without its descendants (the exporter's compression worker),
+                # idle CPU not subtracted.
+                "own_cpu_seconds": own1[name] - own0[name],
+                "drain_seconds": max(busy_until - stopped["stopped"], 0.0),
+            }
+        return out
+
+    async def beside_ksm(self, session: aiohttp.ClientSession, kubeconfig: str) -> None:
+        """CPU per event of the exporter and of kube-state-metrics watching the same API server,
+        over paced streams (``ksm_rounds`` each, no scrapes), one process measured at a time.
+
+        Each stream is measured with the other process stopped (SIGSTOP): both on the two cores
+        at once, each one's cache misses and the other's garbage collector (kube-state-metrics'
+        heap is ~2 GiB at 100 %) would count in both figures. The stopped one reads the stream
+        it missed once it continues, before the next stream. The order alternates from round to
+        round, so that drift in the machine's load is shared. kube-state-metrics is stopped
+        afterwards, before any other phase.
+        """
+        assert self.exporter is not None
+        started = time.monotonic()
+        runner = ksm.KubeStateMetrics(self.dir, kubeconfig)
+        try:
+            runner.start()
+            machines = int(self.result["objects_by_kind"].get("Machine", 0))
+            await runner.wait_synced(session, machines, self.o.burst_limit)
+            record: dict[str, Any] = {"version": runner.version(), "config": str(runner.config),
+                                      "ready_seconds": time.monotonic() - started,
+                                      "machines_served": machines}
+            pids = {"exporter": self.exporter.pid, "ksm": runner.pid}
+            rounds: list[dict[str, dict[str, Any]]] = []
+            for i in range(self.o.ksm_rounds):
+                measured: dict[str, dict[str, Any]] = {}
+                for name in ("exporter", "ksm") if i % 2 == 0 else ("ksm", "exporter"):
+                    other = pids["ksm" if name == "exporter" else "exporter"]
+                    profile = self.o.profile and name == "exporter" and "profile_ksm" not in self.result
+                    with probes.stopped(other), Profiler(pids[name], self.dir / "profile-ksm.txt", profile):
+                        measured |= await self._paced_cpu(session, {name: pids[name]}, self.o.ksm_rate)
+                    if profile:
+                        self.result["profile_ksm"] = summarize(self.dir / "profile-ksm.txt")
+                    await self._wait_idle(other, self.o.burst_limit)  # it catches up
+                rounds.append(measured)
+            record["memory_mib"] = probes.memory_mib(runner.pid)
+        finally:
+            runner.stop()
+        record["rounds"] = rounds
+        for name in pids:
+            values = [r[name]["cpu_us_per_event"] for r in rounds]
+            record[f"{name}_cpu_us_per_event"] = statistics.median(values)
+            record[f"{name}_cpu_us_per_event_range"] = (min(values), max(values))
+        record["rate"] = self.o.ksm_rate
+        self.result["ksm"] = record
 
     async def _wait_idle(self, pid: int, limit: float, quiet: float = 0.5) -> tuple[float, float]:
         """Wait until ``pid`` used < 2 % CPU for ``quiet`` s; returns (last busy time, CPU then)."""
@@ -425,9 +495,13 @@ class Run:
                     self.result["series_by_kind"] = probes.series_by_kind(text)
                     await self.quiet_scrapes(session)
                     return self.result
-                if self.o.full:
+                if self.o.full and not self.o.cpu_only:
                     await self.quiet_scrapes(session)
                 await self.paced(session)
+                if self.o.ksm:
+                    await self.beside_ksm(session, info["kubeconfig"])
+                if self.o.cpu_only:
+                    return self.result
                 await self.burst(session)
                 if self.o.full:
                     await self.churn(session)

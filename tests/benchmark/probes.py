@@ -17,9 +17,10 @@ import http.client
 import multiprocessing as mp
 import os
 import re
+import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -104,10 +105,25 @@ def memory_mib(pid: int) -> dict[str, float]:
     return out
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid`` and its living descendants so far."""
+@contextlib.contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    """``pid`` and its descendants stopped (SIGSTOP) while the block runs, continued after."""
+    tree = process_tree(pid)
+    for p in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for p in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGCONT)
+
+
+def cpu_seconds(pid: int, descendants: bool = True) -> float:
+    """User + system CPU time of ``pid`` and (unless not ``descendants``) its living descendants so far."""
     total = 0.0
-    for p in process_tree(pid):
+    for p in process_tree(pid) if descendants else [pid]:
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / CLK_TCK

@@ -32,6 +32,9 @@ BUDGETS: dict[str, Budget] = {
     "events_per_second": Budget("events processed per second", ">= 5,000", lambda v: v >= 5000),
     "event_to_scrape_p99_s": Budget("event-to-scrape p99 at 500 ev/s", "< 1 s", lambda v: v < 1),
     "per_event_ratio": Budget("per-event CPU, 100 % / 10 %", "<= 1.5", lambda v: v <= 1.5),
+    "vs_ksm": Budget("per-event CPU, exporter / kube-state-metrics", "<= 1.0", lambda v: v <= 1.0),
+    "vs_ksm_scale_ratio": Budget("per-event CPU beside kube-state-metrics, 100 % / 10 %", "<= 1.2",
+                                 lambda v: v <= 1.2),
 }
 
 
@@ -58,12 +61,20 @@ def derive(results: list[Result]) -> None:
         r["speedup"] = base / quiet if base and quiet else float("nan")
         r["events_per_second"] = r.get("burst", {}).get("events_per_second", float("nan"))
         r["event_to_scrape_p99_s"] = churn.get("event_to_scrape_p99_s", float("nan"))
+        ksm = r.get("ksm", {})
+        if ksm.get("exporter_cpu_us_per_event") and ksm.get("ksm_cpu_us_per_event"):
+            r["vs_ksm"] = ksm["exporter_cpu_us_per_event"] / ksm["ksm_cpu_us_per_event"]
     small, large = by_scale.get(min(by_scale)), by_scale.get(max(by_scale))
     if small is not None and large is not None and small is not large:
         a = small.get("paced", {}).get("cpu_us_per_event")
         b = large.get("paced", {}).get("cpu_us_per_event")
         if a and b:
             large["per_event_ratio"] = b / a
+        for name, key in (("exporter", "vs_ksm_scale_ratio"), ("ksm", "ksm_scale_ratio")):
+            a = small.get("ksm", {}).get(f"{name}_cpu_us_per_event")
+            b = large.get("ksm", {}).get(f"{name}_cpu_us_per_event")
+            if a and b:
+                large[key] = b / a
 
 
 def verdicts(result: Result) -> dict[str, bool]:
@@ -116,6 +127,11 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("  (evaluation passes / group evaluations)", lambda r: _pair(r.get("burst", {}), "passes",
                                                                   "group_evaluations", "{:,.0f}"), "{}"),
     ("paced: exporter CPU per event", lambda r: r.get("paced", {}).get("cpu_us_per_event"), "{:.0f} us"),
+    ("paced beside kube-state-metrics: exporter CPU per event", lambda r: _spread(r, "exporter"), "{}"),
+    ("paced beside kube-state-metrics: its CPU per event", lambda r: _spread(r, "ksm"), "{}"),
+    ("  (changes per second, streams)", lambda r: f"{r['ksm']['rate']:.0f}/s, {len(r['ksm']['rounds'])}"
+     if "rounds" in r.get("ksm", {}) else None, "{}"),
+    ("per-event CPU, exporter / kube-state-metrics", lambda r: r.get("vs_ksm"), "{:.2f}"),
     ("churn rate achieved", lambda r: r.get("churn", {}).get("achieved_rate"), "{:.0f} ev/s"),
     ("event-to-scrape p50", lambda r: r.get("churn", {}).get("event_to_scrape_p50_s"), "{:.3f} s"),
     ("event-to-scrape p99", lambda r: r.get("event_to_scrape_p99_s"), "{:.3f} s"),
@@ -126,6 +142,8 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("  (missing from the full body after the churn)", lambda r: r.get("churn", {}).get("full_body_missing"),
      "{:,}"),
     ("per-event CPU ratio, largest / smallest scale", lambda r: r.get("per_event_ratio"), "{:.2f}"),
+    ("  beside kube-state-metrics: exporter", lambda r: r.get("vs_ksm_scale_ratio"), "{:.2f}"),
+    ("  beside kube-state-metrics: kube-state-metrics", lambda r: r.get("ksm_scale_ratio"), "{:.2f}"),
 ]
 _BUDGET_OF_ROW = {
     "time to /readyz 200": "ready_seconds",
@@ -137,6 +155,8 @@ _BUDGET_OF_ROW = {
     "burst: events processed per second": "events_per_second",
     "event-to-scrape p99": "event_to_scrape_p99_s",
     "per-event CPU ratio, largest / smallest scale": "per_event_ratio",
+    "per-event CPU, exporter / kube-state-metrics": "vs_ksm",
+    "  beside kube-state-metrics: exporter": "vs_ksm_scale_ratio",
 }
 
 
@@ -177,6 +197,15 @@ def _mb(v: Any) -> float | None:
 
 def _ms(v: Any) -> float | None:
     return v * 1000 if isinstance(v, int | float) and not math.isnan(v) else None
+
+
+def _spread(r: Result, name: str) -> str | None:
+    """The median of the --ksm streams, with their range."""
+    ksm = r.get("ksm", {})
+    if f"{name}_cpu_us_per_event" not in ksm:
+        return None
+    low, high = ksm[f"{name}_cpu_us_per_event_range"]
+    return f"{ksm[f'{name}_cpu_us_per_event']:.0f} us ({low:.0f}-{high:.0f})"
 
 
 def _pair(record: dict[str, Any], low: str, high: str, fmt: str = "{:.3f} s") -> str | None:

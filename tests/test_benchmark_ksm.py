@@ -1,0 +1,68 @@
+"""The benchmark's kube-state-metrics comparison (``--ksm``): its instruments and its figures.
+
+Running kube-state-metrics needs ``make ksm-tool``, which CI does not build; what it reads from the
+fake API server is checked against the real server in tests/test_realcluster_watch.py. Here: a
+process is really stopped while the other one is measured, and the table and the budget verdicts
+say what the streams measured.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from tests.benchmark import probes, report
+from tests.benchmark.__main__ import options, parse_args
+
+
+def test_a_stopped_process_spends_no_cpu_and_continues_after() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        with probes.stopped(busy.pid):
+            before = probes.cpu_seconds(busy.pid)
+            time.sleep(0.5)
+            assert probes.cpu_seconds(busy.pid) == before
+        time.sleep(0.5)
+        assert probes.cpu_seconds(busy.pid) > before + 0.2
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def ksm_record(exporter: list[float], ksm: list[float]) -> dict[str, object]:
+    return {
+        "rate": 300.0,
+        "rounds": [{"exporter": {"cpu_us_per_event": e}, "ksm": {"cpu_us_per_event": k}}
+                   for e, k in zip(exporter, ksm, strict=True)],
+        "exporter_cpu_us_per_event": sorted(exporter)[len(exporter) // 2],
+        "exporter_cpu_us_per_event_range": (min(exporter), max(exporter)),
+        "ksm_cpu_us_per_event": sorted(ksm)[len(ksm) // 2],
+        "ksm_cpu_us_per_event_range": (min(ksm), max(ksm)),
+    }
+
+
+def test_the_table_compares_both_at_each_scale_against_the_budget() -> None:
+    results = [
+        {"scale": 10, "mode": "quick", "ksm": ksm_record([400, 410, 420], [500, 490, 510])},
+        {"scale": 100, "mode": "quick", "ksm": ksm_record([450, 520, 600], [480, 500, 520])},
+    ]
+    report.derive(results)
+    large = results[1]
+    assert large["vs_ksm"] == 520 / 500
+    assert large["vs_ksm_scale_ratio"] == 520 / 410
+    assert large["ksm_scale_ratio"] == 500 / 500
+    verdicts = report.verdicts(large)
+    assert verdicts["vs_ksm"] is False and verdicts["vs_ksm_scale_ratio"] is False
+    table = report.table(results)
+    assert "520 us (450-600)" in table and "500 us (480-520)" in table
+    row = next(line for line in table.splitlines() if line.startswith("per-event CPU, exporter / kube-state"))
+    assert row.split()[-5:] == ["0.82", "1.04", "<=", "1.0", "MISS"]
+
+
+def test_the_comparison_is_asked_for_and_shaped_by_flags() -> None:
+    o = options(parse_args(["--ksm", "--ksm-rate", "250", "--ksm-rounds", "2", "--cpu-only"]))
+    assert (o.ksm, o.ksm_rate, o.ksm_rounds, o.cpu_only) == (True, 250.0, 2, True)
+    assert options(parse_args(["--no-ksm"])).ksm is False
+    assert options(parse_args([])).ksm is False
