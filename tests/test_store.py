@@ -93,6 +93,22 @@ def test_cluster_class_change_dirties_the_clusters_using_it() -> None:
     assert store.take_dirty() == {("capi", "ns", "c1"), ("ClusterClass", "ns", "cc")}
 
 
+def test_a_clusters_group_carries_the_cluster_class_its_topology_names() -> None:
+    store = Store()
+    for ns, name in (("ns", "cc"), ("ns", "other"), ("shared", "cc")):
+        store.upsert(ClusterClass(meta=meta("ClusterClass", ns, name)))
+    store.upsert(Cluster(meta=meta("Cluster", "ns", "c1"), cluster_name="c1", topology_class="cc"))
+    store.upsert(Cluster(meta=meta("Cluster", "ns", "c2"), cluster_name="c2", topology_class="cc",
+                         topology_class_namespace="shared"))
+    store.upsert(Cluster(meta=meta("Cluster", "ns", "c3"), cluster_name="c3", topology_class="gone"))
+    store.upsert(machine("m4", cluster="c4"))  # a group whose Cluster is not (yet) there
+    classes = {name: group.cluster_classes for name in ("c1", "c2", "c3", "c4")
+               if isinstance(group := store.build(("capi", "ns", name)), CapiGroup)}
+    assert classes["c1"] == {("ns", "cc"): store.get(("ClusterClass", "ns", "cc"))}
+    assert classes["c2"] == {("shared", "cc"): store.get(("ClusterClass", "shared", "cc"))}
+    assert classes["c3"] == classes["c4"] == {}
+
+
 def mwrs_fixture(store: Store) -> None:
     store.upsert(
         ManifestWorkReplicaSet(

@@ -54,7 +54,9 @@ class Computed:
 
 @dataclass(frozen=True, slots=True)
 class CapiGroup:
-    """A Cluster and every object of its namespace that names it (cluster-name label / spec.clusterName)."""
+    """A Cluster and every object of its namespace that names it (cluster-name label / spec.clusterName),
+    with the ClusterClass its topology names (by namespace and name; the store hands over that one
+    only, when it holds it)."""
 
     objects: tuple[Base, ...]
     cluster_classes: Mapping[tuple[str, str], ClusterClass] = field(

@@ -196,17 +196,20 @@ class FleetIndex:
         if not objects:
             return None
         if key[0] == "capi":
-            return CapiGroup(objects=tuple(objects), cluster_classes=self._cluster_classes())
+            return CapiGroup(objects=tuple(objects), cluster_classes=self._cluster_class_of(key))
         if key[0] == "mwrs":
             return self._mwrs_group(key, objects)
         return SingleGroup(objects[0])
 
-    def _cluster_classes(self) -> dict[tuple[str, str], ClusterClass]:
-        return {
-            (o.meta.namespace, o.meta.name): o
-            for o in self._by_kind.get("ClusterClass", {}).values()
-            if isinstance(o, ClusterClass)
-        }
+    def _cluster_class_of(self, key: GroupKey) -> dict[tuple[str, str], ClusterClass]:
+        """The ClusterClass the group's Cluster names, the only one its rules read: looked up, so
+        that building a group costs the same however many classes the fleet has."""
+        cluster = self._objects.get(("Cluster", *key[1:]))
+        if not isinstance(cluster, Cluster) or not cluster.topology_class:
+            return {}
+        ref = (cluster.topology_class_namespace or cluster.meta.namespace, cluster.topology_class)
+        found = self._objects.get(("ClusterClass", *ref))
+        return {ref: found} if isinstance(found, ClusterClass) else {}
 
     def _mwrs_group(self, key: GroupKey, objects: list[Base]) -> MwrsGroup:
         mwrs = next((o for o in objects if isinstance(o, ManifestWorkReplicaSet)), None)
