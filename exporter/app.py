@@ -139,6 +139,9 @@ class Rotation:
     second of CPU, which in one go is a spike of latency for the events that queue behind it.
     Each round walks the groups there were when it began, at the pace that finishes it in
     ``period``; groups created since wait for the next round (their updates evaluate them anyway).
+    Each kind of group (``key[0]``) is spread evenly over the round: a Cluster API group costs
+    ~50 times a provider object's, and in key order the round spent most of a minute on the ~41,000
+    provider objects of the benchmark fleet, then ~0.3 s of CPU within 2.5 s on its 1,000 Clusters.
     """
 
     def __init__(self, period: float) -> None:
@@ -158,7 +161,8 @@ class Rotation:
         if not self._queue:
             if now < self._next_round:
                 return set()
-            self._queue = sorted(all_groups(), reverse=True)  # popped from the end: in order
+            self._queue = interleaved(all_groups())
+            self._queue.reverse()  # popped from the end: in order
             self._rate = len(self._queue) / self.period if self.period > 0 else float(len(self._queue))
             self._owed = 0.0
             self._next_round = now + self.period
@@ -167,6 +171,17 @@ class Rotation:
         count = min(int(self._owed), len(self._queue))
         self._owed -= count
         return {self._queue.pop() for _ in range(count)}
+
+
+def interleaved(groups: Iterable[GroupKey]) -> list[GroupKey]:
+    """Every group once, in key order within each kind (``key[0]``), each kind spread evenly over
+    the list: the i-th of a kind's n groups at (i + 1/2) / n of it."""
+    by_kind: dict[str, list[GroupKey]] = {}
+    for key in sorted(groups):
+        by_kind.setdefault(key[0], []).append(key)
+    placed = [((i + 0.5) / len(keys), key) for keys in by_kind.values() for i, key in enumerate(keys)]
+    placed.sort()
+    return [key for _, key in placed]
 
 
 class Pipeline:

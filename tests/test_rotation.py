@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporter.app import Rotation
+from exporter.app import Rotation, interleaved
 
 
 def groups(n: int) -> list[tuple[str, str, str]]:
@@ -43,3 +43,33 @@ def test_groups_that_appear_wait_for_the_next_round_and_vanished_ones_are_harmle
     for i in range(21, 60):
         later |= rotation.take(lambda: fleet, 1.0 + i * 0.05)
     assert ("capi", "ns", "new") in later
+
+
+def test_each_kind_of_group_is_spread_over_the_whole_period() -> None:
+    # 10 Cluster API groups among 90 provider objects (whose keys sort first): a Cluster API group
+    # costs far more than a provider object, so taking them all in one stretch of the round is a
+    # spike of CPU; each kind is spread instead, in key order within the kind.
+    clusters = groups(10)
+    providers = [("DockerMachine", "ns", f"m{i:03}") for i in range(90)]
+    rotation = Rotation(period=10.0)
+    rotation.take(lambda: providers + clusters, 0.0)
+    taken: list[tuple[float, tuple[str, ...]]] = []
+    for tick in range(1, 400):
+        t = 10.0 + tick * 0.05
+        taken.extend((t, g) for g in sorted(rotation.take(lambda: providers + clusters, t)))
+    first_round = taken[:100]
+    assert sorted(g for _, g in first_round) == sorted(providers + clusters)
+    cluster_times = [t for t, g in first_round if g[0] == "capi"]
+    assert [g for _, g in first_round if g[0] == "capi"] == clusters
+    start = first_round[0][0]
+    for quarter in range(4):  # 2 or 3 Cluster API groups in each quarter of the round
+        low, high = start + quarter * 2.5, start + (quarter + 1) * 2.5
+        assert 2 <= sum(1 for t in cluster_times if low <= t < high) <= 3
+    assert [g for _, g in first_round if g[0] == "DockerMachine"] == providers
+
+
+def test_interleaved_keeps_every_group_once() -> None:
+    mixed = [("mwrs", "a", "w"), ("capi", "ns", "c2"), ("ClusterClass", "ns", "cc"), ("capi", "ns", "c1")]
+    out = interleaved(mixed)
+    assert sorted(out) == sorted(mixed) and len(out) == len(mixed)
+    assert [g for g in out if g[0] == "capi"] == [("capi", "ns", "c1"), ("capi", "ns", "c2")]
