@@ -66,6 +66,10 @@ class Options:
 # How often the churn phase scrapes the marker family alone to time event-to-scrape, and the burst
 # phase to see when every change shows.
 FAMILY_POLL_SECONDS = 0.25
+# How long a process's idle CPU rate is measured before a paced stream: /proc counts CPU in ticks
+# of 10 ms, so over 1 s the rate (0, 1 or 2 ticks of the exporter's own timers) moved a figure of
+# ~3,000 events by ~35 us.
+IDLE_SECONDS = 3.0
 BURST_POLL_SECONDS = 0.2
 SELF_PREFIX = "fleet_status_exporter_"
 
@@ -307,7 +311,7 @@ class Run:
         for pid in pids.values():
             await self._wait_idle(pid, 10.0)
         t0, idle0 = time.monotonic(), {name: probes.cpu_seconds(pid) for name, pid in pids.items()}
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(IDLE_SECONDS)
         idle_rate = {name: (probes.cpu_seconds(pid) - idle0[name]) / (time.monotonic() - t0)
                      for name, pid in pids.items()}
         cpu0 = {name: probes.cpu_seconds(pid) for name, pid in pids.items()}
