@@ -2,7 +2,8 @@
 
 Owns the order of the phases and what each records (see docs/performance.md for the meaning of
 every figure): time to ready and to a complete /metrics; the exposition's size; quiet scrape
-latency; a burst of changes for throughput and CPU per event; churn at a fixed rate with full
+latency; CPU per event over a paced stream (with ``--ksm``, kube-state-metrics' beside the
+exporter's); a burst of changes for throughput and CPU per event; churn at a fixed rate with full
 scrapes back to back (scrape latency under load, event-loop stalls) and the marker family alone
 polled beside them (event-to-scrape latency), then slower full scrapes until the churn time is
 up, sampling RSS all along. The instruments are ``probes.py``'s;
@@ -56,7 +57,7 @@ class Options:
     # False: the exporter leaves the provider objects out (--exclude-resource of their roles); the
     # fleet, served by the API server, is the same
     provider_objects: bool = True
-    # kube-state-metrics beside the exporter (``ksm.py``): CPU per event of both on the same stream
+    # kube-state-metrics beside the exporter (``ksm.py``): CPU per event of both, over paced streams
     ksm: bool = False
     ksm_rate: float = 300.0
     ksm_rounds: int = 3
