@@ -20,10 +20,10 @@ from setuptools import setup
 ROOT = Path(__file__).parent
 
 # Run as entry points with ``python -m`` (the compression worker, the docs generator), which an
-# extension module cannot be, or once per batch of buckets (the member builder, which hands a
-# batch to a thread); none is on the per-event path.
+# extension module cannot be, or once per round of rebuilds (the publisher, which hands batches to
+# a thread); none is on the per-event path.
 NOT_COMPILED = {"exporter/metrics/members.py", "exporter/metrics/docs.py", "exporter/metrics/__init__.py",
-                "exporter/metrics/memberbuilder.py"}
+                "exporter/metrics/publisher.py"}
 COMPILED_PACKAGES = ("exporter/engine", "exporter/metrics")
 
 

@@ -35,7 +35,6 @@ from aiohttp import web
 from exporter import runtime, webconfig
 from exporter.batching import DEBOUNCE_SECONDS, Batcher
 from exporter.buildinfo import current as current_build
-from exporter.compaction import keep_compressed
 from exporter.config import Config, ConfigError
 from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
@@ -45,8 +44,8 @@ from exporter.engine.rule_inputs import export_only_change
 from exporter.landing import page as landing_page
 from exporter.logging_setup import setup as setup_logging
 from exporter.metrics.catalog import object_families
-from exporter.metrics.memberbuilder import MemberBuilder
 from exporter.metrics.process import ProcessMetrics
+from exporter.metrics.publisher import Publisher
 from exporter.metrics.renderer import Renderer
 from exporter.metrics.selection import Selection, describe
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
@@ -184,14 +183,21 @@ def interleaved(groups: Iterable[GroupKey]) -> list[GroupKey]:
     return [key for _, key in placed]
 
 
+async def _nothing() -> None:
+    pass
+
+
 class Pipeline:
     """store → engine → renderer, one dirty group at a time."""
 
     def __init__(
         self, store: Store, sink: FilteringSink, renderer: Renderer, stats: ExporterStats,
-        keep: Callable[[GroupKey], bool],
+        keep: Callable[[GroupKey], bool], relieve: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.store, self.sink, self.renderer, self.stats, self.keep = store, sink, renderer, stats, keep
+        # Awaited between groups: compresses pending lines past the renderer's limit (the
+        # publisher's ``relieve``), and holds the pass while they are far past it.
+        self.relieve = relieve or _nothing
         self.previous: dict[ObjectKey, Result] = {}
         # Per Cluster API group, what its last evaluation leaves for the next (engine-owned data).
         self._memos: dict[GroupKey, Memo] = {}
@@ -301,6 +307,7 @@ class Pipeline:
             items = [(obj, result) for obj, result in pairs if obj is not None and result is not None]
             if len(items) < len(keys) or not self.renderer.update_objects(group, items):
                 self.evaluate_group(group, now)
+            await self.relieve()
             await time_slice.pause()
 
     async def run_pass(
@@ -315,6 +322,7 @@ class Pipeline:
         time_slice = TimeSlice()
         for key in sorted(groups):
             self.evaluate_group(key, now)
+            await self.relieve()
             await time_slice.pause()
         self._count_render_failures()
         self.stats.evaluations += 1
@@ -492,7 +500,8 @@ async def _serve(config: Config, libc: runtime.Glibc | None) -> int:
     renderer = Renderer(families)
     # Labels and annotations are kept in projections only for the kinds whose family is served.
     projector = functools.partial(project, selection=selection.metadata(families))
-    pipeline = Pipeline(store, sink, renderer, stats, keep)
+    publisher = Publisher(renderer)
+    pipeline = Pipeline(store, sink, renderer, stats, keep, publisher.relieve)
     build = current_build()
     log.info("starting", extra={"version": build.version, "revision": build.revision, "branch": build.branch,
                                 "implementation": build.implementation,
@@ -540,12 +549,11 @@ async def _serve(config: Config, libc: runtime.Glibc | None) -> int:
             lines.append("evaluation: the first pass over the listed objects is not complete")
         return lines
 
-    builder = MemberBuilder()
-    await builder.start()
-    exposition = Exposition(renderer, stats, lambda: pipeline.ready and source_ready()[0], resources, builder,
-                            ready_detail)
+    await publisher.start()
+    exposition = Exposition(renderer, stats, lambda: pipeline.ready and source_ready()[0], resources,
+                            publisher, ready_detail)
     if not config.disable_exporter_metrics:
-        exposition.process = ProcessMetrics(lambda: builder.worker_pid)
+        exposition.process = ProcessMetrics(lambda: publisher.worker.worker_pid)
     exposition.landing = landing_page(config.telemetry_path, summary(config, source), build)
     runner = web.AppRunner(make_app(exposition, web_cfg, telemetry_path=config.telemetry_path),
                            handle_signals=False, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS / 2)
@@ -565,7 +573,7 @@ async def _serve(config: Config, libc: runtime.Glibc | None) -> int:
                                           "error": str(exc)})
         await probe_runner.cleanup()
         await runner.cleanup()
-        await builder.stop()
+        await publisher.stop()
         return 1
     log.info("listening", extra={
         "address": f"{config.listen_host or '0.0.0.0'}:{config.listen_port}",
@@ -585,7 +593,6 @@ async def _serve(config: Config, libc: runtime.Glibc | None) -> int:
     reporter = background("sync-report", lambda: _report_sync(source_synced, store, renderer))
     collector = background("gc", lambda: runtime.manage_gc(lambda: pipeline.ready))
     trimmer = background("malloc-trim", lambda: runtime.trim_periodically(libc))
-    compactor = background("compaction", lambda: keep_compressed(renderer, builder))
     stopper = asyncio.create_task(stop.wait())
     # The source and the evaluation loop run until cancelled: either ending means something broke.
     done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -593,13 +600,13 @@ async def _serve(config: Config, libc: runtime.Glibc | None) -> int:
     for t in failed:
         log.error("task ended unexpectedly", extra={"task": t.get_name(), "error": repr(t.exception())})
     log.info("shutting down", extra={"reason": "signal" if stopper in done else "task failure"})
-    for t in [stopper, reporter, collector, trimmer, compactor, *tasks]:
+    for t in [stopper, reporter, collector, trimmer, *tasks]:
         t.cancel()
 
     async def cleanup() -> None:
         # A task waiting on a thread (a file source's initial load) ends at once, its thread
         # abandoned; the rest within the shutdown deadline.
-        ended, _ = await asyncio.wait([reporter, collector, trimmer, compactor, *tasks],
+        ended, _ = await asyncio.wait([reporter, collector, trimmer, *tasks],
                                       timeout=SHUTDOWN_SECONDS / 4)
         for t in ended:
             if not t.cancelled():
@@ -608,7 +615,7 @@ async def _serve(config: Config, libc: runtime.Glibc | None) -> int:
             await s.stop()
         await probe_runner.cleanup()
         await runner.cleanup()
-        await builder.stop()
+        await publisher.stop()
         if web_cfg is not None:
             web_cfg.close()
 

@@ -1,9 +1,9 @@
 """The HTTP server: ``/metrics``, ``/healthz``, ``/readyz`` (aiohttp).
 
-Owns request handling: basic auth from the web config, taking a renderer snapshot on the event
-loop (so each object's series are consistent), having the gzip members of the buckets changed
-since the last rebuild built off the loop (so a large scrape never blocks event handling),
-streaming the body as its parts (gzip members that concatenate to one gzip stream, or raw bucket
+Owns request handling: basic auth from the web config, having the publisher rebuild the buckets
+changed since the last round off the loop (so a large scrape never blocks event handling, and
+each object's series are consistent: see ``exporter.metrics.renderer``), streaming the body as its
+parts (gzip members that concatenate to one gzip stream, or raw bucket
 texts decompressed one at a time as they are written) without ever joining it, the text-format
 Content-Type, and recording the scrape's duration and size. Probes are not behind authentication
 so kubelets can reach them: ``/healthz`` is 200 while the process serves; ``/readyz`` is 200 or 503
@@ -34,7 +34,7 @@ import logging
 import resource
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -43,9 +43,10 @@ from aiohttp.web_protocol import RequestHandler
 from exporter.landing import page as landing_page
 from exporter.metrics import selfmetrics
 from exporter.metrics.exposition import CONTENT_TYPE
-from exporter.metrics.memberbuilder import MemberBuilder
+from exporter.metrics.members import gzip_member
 from exporter.metrics.process import ProcessMetrics
-from exporter.metrics.renderer import Renderer, gzip_member
+from exporter.metrics.publisher import Publisher
+from exporter.metrics.renderer import Renderer
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.timeslice import SLICE_SECONDS, TimeSlice
 from exporter.webconfig import TokenBucket, WebConfig
@@ -64,9 +65,9 @@ class Exposition:
     stats: ExporterStats
     ready: Callable[[], bool]
     resources: Callable[[], Iterable[ResourceStats]]
-    # Builds the members of buckets changed since the last scrape: the composition root gives
-    # one with a worker process; by default a thread does it.
-    builder: MemberBuilder = field(default_factory=lambda: MemberBuilder(process=False))
+    # Runs the round of bucket rebuilds each scrape serves: the composition root gives one with
+    # a worker process; by default (None) one whose rebuilds run in a thread.
+    publisher: Publisher | None = None
     # Lines for the /readyz body: what is not current and why (also what is merely reported, as
     # a resource the exporter may not read, while ready).
     ready_detail: Callable[[], Iterable[str]] = lambda: ()
@@ -122,19 +123,20 @@ def _accepts_gzip(request: web.Request) -> bool:
     return gzip > 0.0 and gzip >= identity
 
 
-async def _body(renderer: Renderer, exposition: Exposition, gzip: bool,
+async def _body(exposition: Exposition, gzip: bool,
                 names: Collection[str] | None = None) -> tuple[Iterable[bytes], int, int]:
-    """The body's parts, its length on the wire and its uncompressed size; the snapshot is taken now.
+    """The body's parts, its length on the wire and its uncompressed size, as of now.
 
     ``names``: only these metric families (``/metrics?name[]=...``), the exporter's own included.
-
-    Gzip: the members of buckets changed since the last scrape (and not yet rebuilt in the
-    background) are built by the exposition's ``MemberBuilder``, off the loop, then kept. Raw:
-    nothing is built ahead; each bucket's text is made (decompressed, with its pending changes
-    spliced in) when the write reaches it, so a raw scrape never holds more than a bucket's text
-    beyond the cache (raw is the fallback: Prometheus asks for gzip).
+    The publisher's round rebuilds (off the loop) the buckets changed since the last round; the
+    body is then the family headers and the buckets' gzip members, or, raw, their texts,
+    decompressed one at a time as the write reaches them (raw is the fallback: Prometheus asks for
+    gzip), so a scrape never holds more than one bucket's text beyond the members.
     """
-    snap = renderer.snapshot(names)
+    renderer = exposition.renderer
+    if exposition.publisher is None:
+        exposition.publisher = Publisher(renderer, process=False)
+    published = await exposition.publisher.publish(names)
     tail = selfmetrics.render(
         exposition.stats,
         exposition.resources(),
@@ -144,19 +146,10 @@ async def _body(renderer: Renderer, exposition: Exposition, gzip: bool,
     )
     if exposition.process is not None:
         tail += exposition.process.render(names)
-    size = snap.size + len(tail)
+    size = published.size + len(tail)
     if not gzip:
-        return itertools.chain(snap.texts(), (tail,)), size, size
-
-    # Each batch's buckets are installed as it comes back, a step of the loop each: installing
-    # thousands at the end, with the listing and the first writes, made one step of tens of ms.
-    # Every piece with pending lines is in ``unbuilt``, so once this returns every member is built
-    # and installed: nothing is left for ``renderer.commit``.
-    await exposition.builder.build(snap.unbuilt(), after_batch=renderer.install)
-    await asyncio.sleep(0)
-    parts = snap.parts(gzip=True)  # every member is built by now: this only lists them
-    parts.append(gzip_member(tail))
-    await asyncio.sleep(0)
+        return itertools.chain(published.texts(), (tail,)), size, size
+    parts = [*published.gzip_parts(), gzip_member(tail)]
     return parts, sum(map(len, parts)), size
 
 
@@ -278,7 +271,7 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None,
         # name[]=<family> (repeatable) selects families, as prometheus_client's exposition does:
         # a scrape job, or a probe watching one family, need not fetch the whole fleet.
         names = frozenset(request.query.getall("name[]", [])) or None
-        parts, length, size = await _body(exposition.renderer, exposition, gzip, names)
+        parts, length, size = await _body(exposition, gzip, names)
         if names is None:  # a filtered scrape says nothing about what a full one costs
             exposition.stats.last_scrape_duration = time.perf_counter() - started
             exposition.stats.last_scrape_bytes = size

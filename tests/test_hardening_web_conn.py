@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from exporter.metrics.memberbuilder import MemberBuilder
+from exporter.metrics.publisher import Publisher
 from tests.test_web import exposition
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,31 +220,35 @@ async def test_a_stopped_compression_worker_is_not_waited_for(monkeypatch, caplo
     from exporter import offload
 
     monkeypatch.setattr(offload, "REPLY_SECONDS", 1.0, raising=False)
-    builder = MemberBuilder()
-    builder.reply_seconds = 1.0
-    await builder.start()
-    pid = builder.worker_pid
-    assert pid is not None
     from tests.test_offload import changed_renderer
 
     renderers = [changed_renderer() for _ in range(8)]
+    expected = [changed_renderer().render_body() for _ in range(8)]
+    # One compression worker, as the exporter has: the eight publishers share it.
+    publishers = [Publisher(r) for r in renderers]
+    worker = publishers[0].worker
+    worker.reply_seconds = 1.0
+    for p in publishers:
+        p.worker = worker
+    await worker.start()
+    pid = worker.worker_pid
+    assert pid is not None
     os.kill(pid, signal.SIGSTOP)
     try:
         # Eight scrapes at once, as Prometheus retrying: all are built (in threads), promptly,
         # and the loop's default executor (the files source polls with it) stays free.
-        builds = [asyncio.ensure_future(builder.build(r.snapshot().unbuilt(), after_batch=r.install))
-                  for r in renderers]
+        rounds = [asyncio.ensure_future(p.publish()) for p in publishers]
         assert await asyncio.wait_for(asyncio.to_thread(lambda: 42), 5) == 42
         with caplog.at_level(logging.WARNING, logger="exporter.offload"):
-            await asyncio.wait_for(asyncio.gather(*builds), 30)
+            published = await asyncio.wait_for(asyncio.gather(*rounds), 30)
         assert any("compression worker" in r.getMessage() for r in caplog.records)  # given up on, logged
-        for renderer in renderers:
-            assert not list(renderer.snapshot().unbuilt())
+        for body, want in zip(published, expected, strict=True):
+            assert b"".join(body.texts()) == want
     finally:
         for sig in (signal.SIGCONT, signal.SIGKILL):  # today's main leaves it stopped
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-        await builder.stop()
+        await worker.stop()
 
 
 def test_sigterm_during_a_long_initial_load_exits_within_seconds(fleet):

@@ -61,7 +61,7 @@ LAYERS = (
                             "exporter.logging_setup"),
           ("metrics", "sources", "package", "engine values"),
           "flags and files become checked settings, with the names the sources and the metrics accept"),
-    Layer("web", ("exporter.web", "exporter.landing", "exporter.compaction"),
+    Layer("web", ("exporter.web", "exporter.landing"),
           ("metrics", "runtime", "configuration", "package", "engine values"),
           "the server serves what the metrics layer renders; it knows no kind, no rule and no source"),
     Layer("composition", ("exporter.app", "exporter.cli", "exporter.__main__", "exporter.cli_output"),

@@ -1,5 +1,5 @@
 """The renderer: per-object fragments, effective conditions, contiguous families, bucket cache reuse,
-buckets filled in arrival order, gzip members, snapshot consistency (copy on write), removal."""
+buckets filled in arrival order, gzip members, rounds (what a scrape serves is one moment), removal."""
 
 from __future__ import annotations
 
@@ -20,18 +20,23 @@ from exporter.engine.model import (
     Result,
     Status,
 )
-from exporter.metrics.renderer import Renderer, render_fleet
+from exporter.metrics.members import rebuild
+from exporter.metrics.renderer import Rebuild, Renderer, render_fleet
 
 T, F, U = Status.TRUE, Status.FALSE, Status.UNKNOWN
 GROUP = ("capi", "ns", "c1")
 
 
 def gzip_body(renderer: Renderer) -> bytes:
-    """The body as a gzip stream of members, as a scrape takes it: a snapshot, its parts, committed."""
-    snap = renderer.snapshot()
-    body = b"".join(snap.parts(gzip=True))
-    renderer.commit(snap)
-    return body
+    """The body as a gzip stream of members, as a scrape takes it: a round, then what it publishes."""
+    return b"".join(renderer.publish_here().gzip_parts())
+
+
+def built(rebuilds: list[Rebuild]) -> list[Rebuild]:
+    """The rebuilds of a round done here, as the worker would do them."""
+    for r in rebuilds:
+        r.done(rebuild(r.job()))
+    return rebuilds
 
 
 def machine(name: str = "m1", *, layout: str = "v1beta2", version: str = "v1.30.0") -> Machine:
@@ -154,8 +159,7 @@ def test_unchanged_objects_are_not_rendered_again_and_buckets_are_reused():
     gzip_body(renderer)
     renderer.update_group(GROUP, [(m, r)])
     assert renderer.renders == 1
-    snap = renderer.snapshot()
-    assert snap._families and not list(snap.pieces()), "every family should be served from the cache"
+    assert renderer.take_round() == [], "every family is served from the cache"
     assert renderer.render_body() == first
 
 
@@ -180,7 +184,7 @@ def test_buckets_fill_up_to_bucket_bytes_and_deletions_leave_room_for_new_object
     line = max(len(t) for t in body if t.startswith(b"capi_machine_info"))
     assert all(2048 <= b.size < 2048 + line for b in info.buckets[:-1]), "full, one object over at most"
     assert len(info.buckets) <= -(-info.size // 2048)
-    assert small.buckets() > one.buckets() == len(one.snapshot()._families)
+    assert small.buckets() > one.buckets() == len(one.publish_here().families)
     buckets = len(info.buckets)
     keep = objs[:50]
     small.update_group(GROUP, [(m, result(m, phase="Running")) for m in keep])
@@ -201,84 +205,93 @@ def test_a_change_rebuilds_only_the_buckets_of_the_changed_object():
     changed = replace(objs[7], version="v1.31.0")
     renderer.update_group(GROUP, [(changed, result(changed, phase="Running")), *(
         (m, result(m, phase="Running")) for m in objs if m is not objs[7])])
-    snap = renderer.snapshot()
-    dirty = [p for p in snap.pieces() if p.pending]
+    dirty = renderer.take_round()
     assert dirty, "the changed object's buckets must be rebuilt"
-    assert len(dirty) < len(list(snap.pieces())) // 4, "only the changed object's buckets are dirty"
-    assert all(set(p.pending) == {renderer._entries[changed.key].id} for p in dirty)
-    snap.parts(gzip=True)
-    renderer.commit(snap)
-    assert not list(renderer.snapshot().pieces()), "every family cached again"
+    assert len(dirty) < renderer.buckets() // 4, "only the changed object's buckets are dirty"
+    assert all(set(r.job()[3]) == {renderer._entries[changed.key].id} for r in dirty)
+    renderer.finish_round(built(dirty))
+    assert renderer.take_round() == [], "every family cached again"
 
 
-def test_a_snapshot_is_never_copied_and_changes_after_it_copy_only_their_bucket():
+def test_what_a_scrape_serves_is_never_changed_by_later_changes():
     renderer = Renderer(bucket_bytes=2048)
     objs = fleet(renderer, 100)
-    gzip_body(renderer)
-    snap = renderer.snapshot()
-    before = b"".join(snap.texts())
-    info = renderer._families[renderer._index["capi_machine_info"]]
-    pendings = [b.pending for b in info.buckets]
+    published = renderer.publish_here()
+    before = b"".join(published.texts())
+    assert len(before) == published.size
     changed = replace(objs[3], version="v1.31.0")
     renderer.update_group(GROUP, [(changed, result(changed, phase="Running")), *(
         (m, result(m, phase="Running")) for m in objs[4:])])  # drops m0..m2
-    assert b"".join(snap.texts()) == before, "a snapshot's buckets are never mutated"
-    assert len(before) == snap.size
-    assert all(p == {} for p in pendings), "pending dicts are copied before a change, never mutated"
-    untouched = sum(1 for b, p in zip(info.buckets, pendings, strict=True) if b.pending is p)
-    assert untouched >= len(info.buckets) - 4, "buckets no change touched are still shared with the snapshot"
+    renderer.publish_here()  # the next round replaces the changed buckets' bases
+    assert b"".join(published.texts()) == before, "published members are never mutated"
     body = renderer.render_body()
     assert value(body, "capi_machine_info", name="m3", version="v1.31.0") == 1
     assert b'name="m0"' not in body and b'name="m0"' in before
     assert gzip.decompress(gzip_body(renderer)) == body
 
 
-def test_changes_after_a_snapshot_stay_pending_when_its_build_is_committed():
+def test_changes_during_a_round_wait_for_the_next_one():
     renderer = Renderer(bucket_bytes=1 << 30)
     objs = fleet(renderer, 20)
-    snap = renderer.snapshot()  # everything pending: the first build compresses it all
+    rebuilds = renderer.take_round()  # everything pending: the first round compresses it all
     m5 = replace(objs[5], version="v1.31.0")
     renderer.update_group(GROUP, [(m5, result(m5, phase="Running")), *(
         (m, result(m, phase="Running")) for m in objs if m is not objs[5])])
-    old = gzip.decompress(b"".join(snap.parts(gzip=True)))
-    assert value(old, "capi_machine_info", name="m5", version="v1.30.0") == 1
-    renderer.commit(snap)
+    renderer.finish_round(built(rebuilds))
+    old = b"".join(renderer.published().texts())
+    assert value(old, "capi_machine_info", name="m5", version="v1.30.0") == 1, "the round's moment"
     info = renderer._families[renderer._index["capi_machine_info"]].buckets[0]
     m5_id = renderer._entries[m5.key].id
-    assert set(info.pending) == {m5_id}, "the build is kept, the later change waits"
+    assert set(info.pending) == {m5_id}, "the later change waits"
     assert info.pending_bytes == len(info.pending[m5_id] or b"")
     body = renderer.render_body()
     assert value(body, "capi_machine_info", name="m5", version="v1.31.0") == 1
     assert len(lines(body)) == len(lines(old))
-    assert gzip.decompress(gzip_body(renderer)) == body
     assert renderer.pending_bytes == 0 and not renderer._dirty
 
 
-def test_pending_lines_beyond_the_limit_are_compressed_as_changes_arrive():
-    lazy, eager = Renderer(bucket_bytes=2048), Renderer(bucket_bytes=2048, pending_bytes=0, pending_share=0)
-    for step in range(4):  # grow in steps: compressed buckets split and take new objects
-        objs = [machine(f"m{i}", version=f"v1.{step}.0") for i in range(0, 60 * (step + 1), 3 - step % 3)]
-        for r in (lazy, eager):
-            r.update_group(GROUP, [(m, result(m, phase="Running")) for m in objs])
-        assert eager.pending_bytes == 0, "only removals (no bytes) may wait"
-        assert lazy.pending_bytes > 0
-        assert lines(eager.render_body()) == lines(lazy.render_body())
-        assert value(eager.render_body(), "capi_machine_info", name="m0", version=f"v1.{step}.0") == 1
-    assert gzip.decompress(gzip_body(eager)) == eager.render_body()
-    assert len(gzip_body(eager)) < len(eager.render_body()) // 4
-    eager.remove_group(GROUP)
-    assert eager.render_body() == b"" and eager.pending_bytes == 0
+def test_an_abandoned_round_gives_its_pending_lines_back_and_later_ones_win():
+    renderer = Renderer(bucket_bytes=2048)
+    objs = fleet(renderer, 50)
+    gzip_body(renderer)
+    first = replace(objs[1], version="v1.31.0")
+    renderer.update_objects(GROUP, [(first, result(first, phase="Running"))])
+    rebuilds = renderer.take_round()
+    assert rebuilds and renderer.pending_bytes == 0
+    later = replace(objs[1], version="v1.32.0")
+    other = replace(objs[2], version="v1.33.0")
+    renderer.update_objects(GROUP, [(later, result(later, phase="Running")),
+                                    (other, result(other, phase="Running"))])
+    renderer.abandon_round(rebuilds)
+    assert renderer.pending_bytes == sum(b.pending_bytes for b in renderer._dirty)
+    body = renderer.render_body()
+    assert value(body, "capi_machine_info", name="m1", version="v1.32.0") == 1
+    assert value(body, "capi_machine_info", name="m1", version="v1.31.0") is None
+    assert value(body, "capi_machine_info", name="m2", version="v1.33.0") == 1
+
+
+def test_the_heaviest_buckets_go_first():
+    renderer = Renderer(bucket_bytes=2048)
+    objs = fleet(renderer, 300)
+    gzip_body(renderer)
+    renderer.update_objects(GROUP, [(replace(m, version="v1.31.0"), result(m, phase="Running"))
+                                    for m in objs[::7]])
+    heaviest = max(b.pending_bytes for b in renderer._dirty)
+    (one,) = renderer.take_heaviest(1)
+    assert one.carried - len(one.job()[0]) == heaviest
+    renderer.finish_round(built([one]))
+    assert renderer.pending_bytes > 0
+    assert gzip.decompress(gzip_body(renderer)) == renderer.render_body()
 
 
 def test_raw_text_is_joined_one_bucket_at_a_time():
     renderer = Renderer(bucket_bytes=2048)
     fleet(renderer, 200)
-    gzip_body(renderer)
-    snap = renderer.snapshot()
-    texts = snap.texts()
+    published = renderer.publish_here()
+    texts = published.texts()
     first = [next(texts) for _ in range(3)]
     assert all(len(t) < 4 * 2048 for t in first), "a bucket's text, not the body"
-    assert sum(map(len, first)) + sum(map(len, texts)) == snap.size
+    assert sum(map(len, first)) + sum(map(len, texts)) == published.size
 
 
 def members(data: bytes) -> list[bytes]:
@@ -299,7 +312,7 @@ def test_gzip_body_is_a_stream_of_members_that_decodes_to_the_raw_body():
         raw, gz = renderer.render_body(), gzip_body(renderer)
         assert gzip.decompress(gz) == raw
         decoded = members(gz)
-        headers = len(renderer.snapshot()._families)
+        headers = len(renderer.publish_here().families)
         assert len(decoded) == headers + renderer.buckets(), "one member per header and per bucket"
         assert b"".join(decoded) == raw
     changed = replace(objs[0], version="v1.31.0")
@@ -310,18 +323,18 @@ def test_gzip_body_is_a_stream_of_members_that_decodes_to_the_raw_body():
     assert value(gzip.decompress(gz), "capi_machine_info", name="m0", version="v1.31.0") == 1
 
 
-def test_snapshot_serves_the_versions_it_was_taken_with_and_stale_builds_are_not_kept():
+def test_a_round_serves_the_versions_it_was_taken_with_and_later_ones_after_it():
     renderer = Renderer()
     m = machine()
     renderer.update_group(GROUP, [(m, result(m, phase="Running"))])
-    snap = renderer.snapshot()
+    rebuilds = renderer.take_round()
     newer = replace(m, version="v1.31.0")
     renderer.update_group(GROUP, [(newer, result(newer, phase="Deleting"))])
-    old = b"".join(snap.parts())
+    renderer.finish_round(built(rebuilds))
+    old = b"".join(renderer.published().texts())
     assert value(old, "capi_machine_info", name="m1", version="v1.30.0") == 1
     assert value(old, "capi_machine_status_phase", name="m1", phase="Running") == 1
-    assert gzip.decompress(b"".join(snap.parts(gzip=True))) == old
-    renderer.commit(snap)  # built from the old lines: must not replace the newer ones
+    assert gzip.decompress(b"".join(renderer.published().gzip_parts())) == old
     body = renderer.render_body()
     assert value(body, "capi_machine_info", name="m1", version="v1.31.0") == 1
     assert value(body, "capi_machine_info", name="m1", version="v1.30.0") is None

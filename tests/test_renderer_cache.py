@@ -1,6 +1,7 @@
 """The renderer's compressed bucket cache under random interleavings of changes, removals, bucket
-splits, in-loop compaction, snapshots, builds and commits: every scrape serves exactly the lines
-of the objects as they were when its snapshot was taken, raw or gzip, however late it is built."""
+splits and rounds (a scrape's, over every dirty bucket; a relief's, over the heaviest; finished
+late or abandoned): every scrape serves exactly the lines of the objects as they were when its
+round began, raw or gzip, however many changes came during the round."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import pytest
 
 from exporter.engine.model import Machine, Meta, Result
 from exporter.metrics.catalog import kind_spec
-from exporter.metrics.renderer import Renderer, Snapshot, render_object
-from tests.test_renderer import gzip_body
+from exporter.metrics.renderer import Rebuild, Renderer, render_object
+from tests.test_renderer import built, gzip_body
 
 PHASES = ("Running", "Provisioning", "Deleting", "Failed")
 
@@ -48,14 +49,14 @@ def samples(body: bytes) -> list[bytes]:
     return sorted(line for line in body.splitlines() if not line.startswith(b"#"))
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_random_interleavings_serve_exactly_each_snapshots_lines(seed: int) -> None:
+@pytest.mark.parametrize("seed", range(8))
+def test_random_interleavings_serve_exactly_the_lines_of_each_rounds_moment(seed: int) -> None:
     rng = random.Random(seed)
-    renderer = Renderer(bucket_bytes=rng.choice((512, 2048, 8192)),
-                        pending_bytes=rng.choice((0, 4096, 1 << 30)), pending_share=rng.choice((0, 4)))
+    renderer = Renderer(bucket_bytes=rng.choice((512, 2048, 8192)))
     objects: dict[int, int] = {}
     groups: dict[int, set[int]] = {g: set() for g in range(5)}
-    outstanding: list[tuple[Snapshot, list[bytes]]] = []
+    # The round in flight (rounds run one at a time), and the lines it must publish (None: a relief).
+    running: tuple[list[Rebuild], list[bytes] | None] | None = None
 
     def put_group(g: int) -> None:
         items = []
@@ -64,7 +65,7 @@ def test_random_interleavings_serve_exactly_each_snapshots_lines(seed: int) -> N
             items.append((m, result(m, objects[i])))
         renderer.update_group(("capi", "ns", f"c{g}"), items)
 
-    for step in range(150):
+    for step in range(200):
         op = rng.random()
         if op < 0.55:  # some objects of one group change, appear or disappear
             g = rng.randrange(5)
@@ -77,22 +78,30 @@ def test_random_interleavings_serve_exactly_each_snapshots_lines(seed: int) -> N
                     objects[i] = objects.get(i, 0) + rng.randrange(1, 4)
                     groups[g].add(i)
             put_group(g)
-        elif op < 0.7:
-            outstanding.append((renderer.snapshot(), expected(objects, renderer)))
-        elif outstanding:  # an old snapshot is built (raw or gzip) and maybe committed, out of order
-            snap, lines = outstanding.pop(rng.randrange(len(outstanding)))
-            if rng.random() < 0.5:
-                body = gzip.decompress(b"".join(snap.parts(gzip=True)))
-                if rng.random() < 0.7:
-                    renderer.commit(snap)
+        elif running is None:
+            if op < 0.8:
+                running = renderer.take_round(), expected(objects, renderer)
             else:
-                body = b"".join(snap.texts())
-            assert samples(body) == lines, f"step {step}"
-            assert len(body) == snap.size
-        if step % 25 == 0:
+                running = renderer.take_heaviest(rng.randrange(1, 1 << 14)), None
+        else:  # the round in flight ends: installed, or given back
+            rebuilds, lines = running
+            running = None
+            if rng.random() < 0.15:
+                renderer.abandon_round(rebuilds)
+                continue
+            renderer.finish_round(built(rebuilds))
+            if lines is not None:
+                published = renderer.published()
+                body = b"".join(published.texts())
+                assert samples(body) == lines, f"step {step}"
+                assert len(body) == published.size
+                assert gzip.decompress(b"".join(published.gzip_parts())) == body
+        if running is None and step % 25 == 0:
             raw = renderer.render_body()
             assert samples(raw) == expected(objects, renderer)
             assert gzip.decompress(gzip_body(renderer)) == raw
+    if running is not None:
+        renderer.finish_round(built(running[0]))
     raw = renderer.render_body()
     assert samples(raw) == expected(objects, renderer)
     assert gzip.decompress(gzip_body(renderer)) == raw
@@ -111,5 +120,5 @@ def test_an_object_changing_in_one_family_dirties_one_bucket() -> None:
     m = replace(ms[42], node_name="elsewhere")  # only the noderef family changes
     others = [(x, result(x, 1)) for x in ms if x is not ms[42]]
     renderer.update_group(("capi", "ns", "c"), [(m, result(m, 1)), *others])
-    dirty = [p for p in renderer.snapshot().pieces() if p.pending]
-    assert len(dirty) == 1 and set(dirty[0].pending) == {renderer._entries[m.key].id}
+    dirty = renderer.take_round()
+    assert len(dirty) == 1 and set(dirty[0].job()[3]) == {renderer._entries[m.key].id}

@@ -21,7 +21,7 @@ from exporter.config import ConfigError
 from exporter.engine.model import Machine, Meta, Result
 from exporter.landing import page as landing_page
 from exporter.metrics.process import ProcessMetrics
-from exporter.metrics.renderer import Renderer, Snapshot
+from exporter.metrics.renderer import Published, Renderer
 from exporter.metrics.selfmetrics import ExporterStats, ResourceStats
 from exporter.web import Exposition, _chunks, make_app
 from exporter.webconfig import load as load_web_config
@@ -224,14 +224,14 @@ async def test_a_raw_scrape_lets_other_tasks_run_while_it_writes(aiohttp_client,
     exp = Exposition(renderer, ExporterStats(), lambda: True, lambda: [])
     client = await aiohttp_client(make_app(exp))
     events: list[str] = []
-    texts = Snapshot.texts
+    texts = Published.texts
 
     def recording_texts(self):
         for part in texts(self):
             events.append("part")
             yield part
 
-    monkeypatch.setattr(Snapshot, "texts", recording_texts)
+    monkeypatch.setattr(Published, "texts", recording_texts)
     request = asyncio.ensure_future(client.get("/metrics", headers={"Accept-Encoding": "identity"}))
     while not events:  # until the response has started writing
         await asyncio.sleep(0)

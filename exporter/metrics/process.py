@@ -3,7 +3,7 @@
 Owns these families' declarations (data, documented with the catalog) and their rendering at
 scrape time, with the values prometheus_client's ``ProcessCollector`` and ``PlatformCollector``
 read (``/proc/<pid>/stat``, ``limits``, ``fd``; the interpreter), for the exporter's own process
-and for its compression worker (``exporter.metrics.memberbuilder``). Every ``process_*`` series carries
+and for its compression worker (``exporter.metrics.publisher``). Every ``process_*`` series carries
 ``process="exporter"`` or ``process="compression-worker"``: the worker is a process of its own
 with its own memory, so ``sum without (process) (process_resident_memory_bytes)`` is what the
 pod holds, the figure to size its memory limit by (pages of shared libraries count in each).

@@ -1,37 +1,27 @@
-"""Per-object exposition fragments, kept compressed in buckets, and the scrape body built from them.
+"""Per-object exposition fragments, kept compressed in buckets, and the members a scrape serves.
 
 Owns the cache: for every family, the lines of each object, rendered once when the object's
 projection or Result changes. A family's objects are kept in buckets of about ``BUCKET_BYTES``
 of text whatever the fleet size: an object new to a family joins the bucket being filled (a new
 one once it is full, or one that deletions left less than half full), and stays there.
 
-At rest a bucket is only compressed: its text as one complete gzip member (the *base*), plus the
-order and length of each object's lines in it; per object the renderer keeps a fingerprint and
-the length of its lines in each family, enough to tell which families a new rendering changed.
-Changed lines wait in the bucket's *pending* dict (None: the object left the bucket) until the
-bucket is rebuilt: decompress the base, splice the pending lines in, compress. All of a rebuild,
-its plan (which runs of the base to keep, which lines to insert) and the byte work, is
-``members.rebuild`` of what the bucket holds, which runs wherever the caller sends it, a worker
-process in ``serve``, on pieces frozen for it (``Piece``). Dirty buckets are rebuilt for
-a gzip scrape (``Snapshot.unbuilt``), ahead of the pending limit (``heaviest`` and ``install``,
-in ``serve``), and, as a last resort, on the loop a few buckets at a time whenever pending lines
-exceed ``PENDING_BYTES``; so the raw text, ~365 MB on the benchmark fleet, is held neither whole nor
-twice, only its ~20 MB of gzip members.
+A bucket is its text compressed as one complete gzip member (its *base*, with the order and
+length of each object's lines in it) and the lines changed since (its *pending* dict; None: the
+object left the bucket); per object the renderer keeps a fingerprint and the length of its lines
+in each family, enough to tell which families a new rendering changed. Concatenated members are
+one valid gzip stream (RFC 1952 section 2.2), so a gzip scrape is the family headers and the
+bucket bases, and a change re-compresses only the buckets it touched, at the next *round*.
 
-A gzip scrape is the list of family headers and bucket members (concatenated members are one
-valid gzip stream, RFC 1952 section 2.2), so a change re-compresses only the small buckets it
-touched and a quiet scrape copies nothing; a raw scrape decompresses (and splices) each bucket
-while it streams, so at most one bucket's text exists at a time.
+Consistency: the event loop thread is the only writer. ``update_group`` and ``update_objects``
+never await, so one object's lines in every family change together. A base changes only in a
+round, and rounds run one at a time (``exporter.metrics.publisher``): ``take_round`` (on the loop)
+takes the pending dicts of the buckets it rebuilds, leaving them empty ones, the rebuilds
+(``members.rebuild``) run anywhere, and ``finish_round`` (on the loop, in one step) installs the
+new bases. A scrape runs a round over every bucket with pending lines in its families and lists
+the bases in the same step as the install (``published``): they hold every change made before
+the round began and none made after it, and bytes are never mutated, so the scrape serves that
+one moment however long its client takes to read it.
 
-Consistency: ``update_group``, ``update_objects`` and ``snapshot`` are called on the event loop
-thread only and never await, so one object's lines in every family swap together and a scrape sees
-either all the old ones or all the new ones. An object is rendered again only in the families that
-read what changed (its projection, its Result, its effective conditions, or both projection and
-Result: ``FamilySpec.reads``). A snapshot holds each bucket's base and pending dict by reference;
-bases are immutable and a pending dict is copied before its first change after a snapshot (copy
-on write), which is what lets a snapshot's members be built elsewhere while the loop keeps
-rendering. ``Renderer.commit`` and ``install`` (back on the
-loop) install the bases built for buckets not rebuilt since, keeping what changed after pending.
 Containment: an object whose rendering raises (a lone surrogate in its name cannot be encoded,
 a bug in an extractor) is left out, its earlier lines removed; it is counted in ``failures``
 and reported once in ``take_failed`` until it renders again. The other objects are unaffected.
@@ -40,7 +30,6 @@ Owns no evaluation, no HTTP, no logging and no self-metrics.
 
 from __future__ import annotations
 
-import heapq
 import struct
 from array import array
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -72,15 +61,12 @@ Fragments = tuple[tuple[int, bytes], ...]
 # buckets are ~7 % larger on the wire than one member per family, 16 KiB ones ~25 %.
 BUCKET_BYTES = 64 << 10
 # Changed lines not yet compressed into their buckets: beyond this, or beyond 1/PENDING_SHARE of
-# all the text, buckets are rebuilt on the loop as changes arrive, at most COMPACT_BYTES of bucket
-# text per group update (~1.5 ms). Changes land in random buckets, so a rebuild re-compresses
-# ~T/limit bytes for each pending byte it frees (T: all the text): the share keeps that ratio
-# bounded as the fleet grows (~15 MB pending at most on the benchmark fleet). A smaller share
-# forces rebuilds on the loop between scrapes (probes wait); a larger one costs peak memory
-# (docs/performance.md, "Figures behind the code's choices").
-PENDING_BYTES = 8 << 20
-PENDING_SHARE = 24
-COMPACT_BYTES = 1 << 20
+# all the text, the publisher rebuilds the buckets with the most pending lines. Changes land in
+# random buckets, so a rebuild re-compresses ~T/limit bytes for each pending byte it frees (T: all
+# the text): the share keeps that ratio bounded as the fleet grows; a smaller share costs peak
+# memory (docs/performance.md, "Figures behind the code's choices").
+PENDING_BYTES = 4 << 20
+PENDING_SHARE = 48
 
 
 def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: Result,
@@ -136,12 +122,13 @@ class _Entry:
 class _Base:
     """A bucket's text as one gzip member, and which objects' lines it holds, in order, how long."""
 
-    __slots__ = ("gz", "keys", "lengths")
+    __slots__ = ("gz", "keys", "lengths", "size")
 
     def __init__(self, gz: bytes, keys: array[int], lengths: array[int]) -> None:
         self.gz = gz
         self.keys = keys
         self.lengths = lengths
+        self.size = sum(lengths)  # bytes of text
 
 
 _EMPTY = _Base(b"", array("Q"), array("I"))
@@ -149,18 +136,10 @@ Pending = dict[int, bytes | None]
 """New lines of a bucket's objects by their id (None: the object left the bucket)."""
 
 
-def _job(base: _Base, pending: Pending) -> members.Job:
-    return base.gz, base.keys, base.lengths, pending
-
-
-def _rebuild(base: _Base, pending: Pending) -> _Base:
-    return _Base(*members.rebuild(_job(base, pending)))
-
-
 class _Bucket:
     """Some objects' lines of one family: a compressed base and the changes since."""
 
-    __slots__ = ("base", "epoch", "family", "pending", "pending_bytes", "size")
+    __slots__ = ("base", "family", "pending", "pending_bytes", "size")
 
     def __init__(self, family: int) -> None:
         self.family = family  # the index of its family
@@ -168,32 +147,21 @@ class _Bucket:
         self.pending: Pending = {}
         self.pending_bytes = 0
         self.size = 0  # bytes of the current text (base with pending applied)
-        # The renderer's epoch when ``pending`` was created: a snapshot taken since may hold it.
-        self.epoch = 0
-
-
-@dataclass(frozen=True, slots=True)
-class _Clean:
-    """A family whose every bucket has no pending change: a quiet scrape copies three refs."""
-
-    bases: tuple[_Base, ...]
-    members: tuple[bytes, ...]
-    size: int
 
 
 class _Family:
     """One family's buckets, and the one new objects join."""
 
-    __slots__ = ("buckets", "clean", "dirty", "freed", "index", "open", "size")
+    __slots__ = ("buckets", "freed", "index", "listed", "open", "size")
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.dirty = 0  # buckets with pending lines
         self.buckets = [_Bucket(index)]
         self.open = 0
         self.freed = False  # lines left a bucket since the last search for room
         self.size = 0  # bytes of text in all buckets
-        self.clean: _Clean | None = None
+        # The non-empty bases' members and their text's size, until a round changes a base.
+        self.listed: tuple[tuple[bytes, ...], int] | None = None
 
     def place(self, limit: int) -> int:
         """The bucket a new object joins: the open one until it holds ``limit`` bytes.
@@ -215,111 +183,52 @@ class _Family:
         self.open = len(self.buckets) - 1
         return self.open
 
+    def members(self) -> tuple[tuple[bytes, ...], int]:
+        if self.listed is None:
+            bases = [b.base for b in self.buckets if b.base.gz]
+            self.listed = tuple(base.gz for base in bases), sum(base.size for base in bases)
+        return self.listed
 
-class Piece:
-    """One bucket as a scrape or a rebuild found it: its base and pending dict (never mutated since).
 
-    ``job`` and ``done`` split a rebuild so that all of its work between them (``members.rebuild``:
-    the plan and the bytes) can run elsewhere: a worker process, a thread, or right here in
-    ``member``.
-    """
+class Rebuild:
+    """One bucket's rebuild in a round: what it takes (``job``) and, once done, what it gave."""
 
-    __slots__ = ("base", "bucket", "built", "carried", "family", "pending", "size")
+    __slots__ = ("bucket", "built", "carried", "size", "work")
 
     def __init__(self, bucket: _Bucket) -> None:
-        self.family = bucket.family
         self.bucket = bucket
-        self.base = bucket.base
-        self.pending = bucket.pending
-        self.size = bucket.size
-        self.carried = len(bucket.base.gz) + bucket.pending_bytes
-        self.built: _Base | None = None
+        base = bucket.base
+        self.work: members.Job = (base.gz, base.keys, base.lengths, bucket.pending)
+        self.size = bucket.size  # bytes of text the rebuild makes (about: later changes differ)
+        self.carried = len(base.gz) + bucket.pending_bytes  # bytes its job carries
+        self.built: members.Built | None = None
 
     def job(self) -> members.Job:
-        """What rebuilding the bucket takes: its base member, order, lengths and pending lines."""
-        return _job(self.base, self.pending)
+        return self.work
 
-    def done(self, built: members.Built) -> _Base:
-        """Take the rebuilt bucket ``members.rebuild(job())`` gave: the piece's new base."""
-        self.built = _Base(*built)
-        return self.built
-
-    def text(self) -> bytes:
-        if self.built is not None:
-            return members.decompress(self.built.gz)
-        return members.current_text(self.job())
-
-    def member(self) -> bytes:
-        if self.built is not None:
-            return self.built.gz
-        if not self.pending:
-            return self.base.gz
-        return self.done(members.rebuild(self.job())).gz
-
-    def release(self) -> None:
-        """Let go of the old base and pending lines once built: only the built member is served.
-
-        A gzip scrape under churn holds thousands of pieces until its last byte is written; their
-        old members and pending lines, megabytes, are garbage once the new members are installed.
-        """
-        if self.built is not None:
-            self.base, self.pending = self.built, {}
+    def done(self, built: members.Built) -> None:
+        self.built = built
 
 
-class Snapshot:
-    """What one scrape serves: per non-empty family, its index and its clean or dirty buckets."""
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What one scrape serves: per non-empty family, its header and its bases' members."""
 
-    def __init__(self, families: list[tuple[int, list[Piece] | _Clean]], headers: list[bytes],
-                 gz_headers: list[bytes]) -> None:
-        self._families = families
-        self._headers = headers
-        self._gz_headers = gz_headers
-        # Uncompressed bytes of the body, known before anything is built (a Content-Length).
-        self.size = sum(len(headers[i]) + (f.size if isinstance(f, _Clean) else sum(p.size for p in f))
-                        for i, f in families)
+    families: tuple[tuple[bytes, bytes, tuple[bytes, ...]], ...]  # (header, its gzip member, members)
+    size: int  # bytes of the raw body
+
+    def gzip_parts(self) -> Iterator[bytes]:
+        """The body as gzip members, which concatenated are one gzip stream."""
+        for _, gz_header, gz in self.families:
+            yield gz_header
+            yield from gz
 
     def texts(self) -> Iterator[bytes]:
-        """The raw body lazily: headers and each bucket's text, built only when it is reached.
-
-        Safe anywhere (touches only this snapshot), and a consumer that writes each part out
-        before taking the next holds one bucket's text at a time, never the whole body.
-        """
-        for i, family in self._families:
-            yield self._headers[i]
-            if isinstance(family, _Clean):
-                for base in family.bases:
-                    yield members.decompress(base.gz)
-            else:
-                for p in family:
-                    yield p.text()
-
-    def parts(self, gzip: bool = False) -> list[bytes]:
-        """The body as a list of byte strings (safe in a worker thread: touches only this snapshot).
-
-        Raw: headers and bucket texts. Gzip: one gzip member per header and per bucket, which
-        concatenated are one gzip stream decompressing to the raw body; dirty buckets not built
-        ahead (``unbuilt``) are rebuilt here.
-        """
-        if not gzip:
-            return list(self.texts())
-        out: list[bytes] = []
-        for i, family in self._families:
-            out.append(self._gz_headers[i])
-            if isinstance(family, _Clean):
-                out.extend(family.members)
-            else:
-                out.extend(p.member() for p in family)
-        return out
-
-    def pieces(self) -> Iterable[Piece]:
-        """The pieces of the families that were not wholly clean when it was taken."""
-        for _, family in self._families:
-            if not isinstance(family, _Clean):
-                yield from family
-
-    def unbuilt(self) -> list[Piece]:
-        """The pieces whose gzip member ``parts(gzip=True)`` would have to build."""
-        return [p for p in self.pieces() if p.pending and p.built is None]
+        """The raw body lazily, one bucket's text at a time."""
+        for text_header, _, gz in self.families:
+            yield text_header
+            for member in gz:
+                yield members.decompress(member)
 
 
 class Renderer:
@@ -346,8 +255,6 @@ class Renderer:
         self._dirty: dict[_Bucket, None] = {}
         self.pending_bytes = 0
         self.text_bytes = 0  # all the text (what a raw body of the objects holds)
-        # Bumped by every snapshot: a bucket whose pending dict predates it copies it before a change.
-        self._epoch = 0
         self.renders = 0  # objects rendered since start (a self-metric; tests read it)
         self.failures = 0  # renderings that raised (each leaves its object out)
         self._failing: set[ObjectKey] = set()  # objects left out since their rendering raised
@@ -378,7 +285,6 @@ class Renderer:
             self._group_objects[group] = tuple(fresh)
         else:
             self._group_objects.pop(group, None)
-        self._compact()
 
     def update_objects(self, group: GroupKey, items: Sequence[tuple[Base, Result]]) -> bool:
         """Re-render some objects ``group`` already contributes; its other objects stay as they are.
@@ -392,7 +298,6 @@ class Renderer:
             return False
         for obj, result in items:
             self._put_contained(obj, result)
-        self._compact()
         return True
 
     def remove_group(self, group: GroupKey) -> None:
@@ -414,93 +319,94 @@ class Renderer:
         """Non-empty buckets over all families (one gzip member each)."""
         return sum(1 for fam in self._families for b in fam.buckets if b.size)
 
-    def snapshot(self, names: Collection[str] | None = None) -> Snapshot:
-        """What a scrape needs (on the loop): references only; later changes copy what they touch.
-
-        ``names``: only the families of these names (the ``name[]`` filter of a scrape).
-        """
-        self._epoch += 1
-        families: list[tuple[int, list[Piece] | _Clean]] = []
-        for i, fam in enumerate(self._families):
-            if names is not None and self.families[i].name not in names:
-                continue
-            if fam.clean is not None:
-                families.append((i, fam.clean))
-            elif fam.size:
-                families.append((i, [Piece(b) for b in fam.buckets if b.size]))
-        return Snapshot(families, self._headers, self._gz_headers)
-
-    def commit(self, snap: Snapshot) -> None:
-        """Install the bases a snapshot built, for buckets not rebuilt since it was taken."""
-        self.install(snap.pieces())
-
     def pending_limit(self) -> int:
-        """Pending bytes beyond which the loop rebuilds buckets itself (``_compact``)."""
+        """Pending bytes beyond which the publisher rebuilds the heaviest buckets."""
         limit = self.pending_floor
         if self.pending_share:
             limit = max(limit, self.text_bytes // self.pending_share)
         return limit
 
-    def heaviest(self, free_bytes: int) -> list[Piece]:
-        """Dirty buckets, most pending bytes first, until their pending lines reach ``free_bytes``.
+    def take_round(self, names: Collection[str] | None = None) -> list[Rebuild]:
+        """A round over every bucket with pending lines (of the families named, if ``names``).
 
-        For rebuilding ahead of the limit, off the loop (``job`` and ``members.rebuild`` anywhere,
-        ``done`` and ``install`` on the loop): the buckets that free the most pending
-        bytes for the work (a rebuild costs the whole bucket). Like a snapshot, it freezes what it
-        hands out: later changes copy the pending dicts they touch.
+        Their pending dicts go with the round; changes from now on wait in new ones.
         """
-        self._epoch += 1
-        out: list[Piece] = []
+        out: list[Rebuild] = []
+        for b in list(self._dirty):
+            if names is None or self.families[b.family].name in names:
+                out.append(self._take(b))
+        return out
+
+    def take_heaviest(self, free_bytes: int) -> list[Rebuild]:
+        """A round over the buckets with the most pending bytes, until they hold ``free_bytes``.
+
+        They free the most pending bytes for the work (a rebuild costs the whole bucket), and a
+        bucket still filling up is rebuilt less often.
+        """
+        out: list[Rebuild] = []
         freed = 0
         for b in sorted(self._dirty, key=lambda b: b.pending_bytes, reverse=True):
             if freed >= free_bytes:
                 break
-            out.append(Piece(b))
             freed += b.pending_bytes
+            out.append(self._take(b))
         return out
 
-    def install(self, pieces: Iterable[Piece]) -> None:
-        """Make the built pieces their buckets' bases, unless a bucket was rebuilt since.
+    def finish_round(self, rebuilds: Iterable[Rebuild]) -> None:
+        """Install the bases a round built (each ``Rebuild`` must be ``done``)."""
+        families = self._families
+        for r in rebuilds:
+            assert r.built is not None, "a round is finished once every rebuild is done"
+            b = r.bucket
+            b.base = _Base(*r.built)
+            families[b.family].listed = None
 
-        What changed in a bucket after its piece was taken stays pending.
-        """
-        touched: set[int] = set()
-        for p in pieces:
-            touched.add(p.family)
-            if p.built is not None and p.base is p.built:  # released: installed by an earlier call
+    def abandon_round(self, rebuilds: Iterable[Rebuild]) -> None:
+        """Give a round that cannot finish its pending lines back (changes since win)."""
+        for r in rebuilds:
+            b = r.bucket
+            taken = r.work[3]
+            if not taken:
                 continue
-            b = p.bucket
-            if p.built is not None and b.base is p.base:
-                b.base = p.built
-                if b.pending is p.pending:
-                    self._set_pending(b, {})
-                else:
-                    self._set_pending(b, {k: v for k, v in b.pending.items()
-                                          if k not in p.pending or p.pending[k] is not v})
-            p.release()
-        for i in touched:
-            fam = self._families[i]
-            # Under churn most families keep some dirty bucket: only a family with none can be
-            # served as a _Clean (which lists every bucket's base).
-            fam.clean = self._cleaned(fam) if not fam.dirty else None
+            b.pending = {**taken, **b.pending}
+            size = sum(len(v) for v in b.pending.values() if v is not None)
+            self.pending_bytes += size - b.pending_bytes
+            b.pending_bytes = size
+            self._dirty[b] = None
+
+    def published(self, names: Collection[str] | None = None) -> Published:
+        """The bases of every non-empty family (of those named): right after a round over them."""
+        out: list[tuple[bytes, bytes, tuple[bytes, ...]]] = []
+        size = 0
+        for i, fam in enumerate(self._families):
+            if names is not None and self.families[i].name not in names:
+                continue
+            gz, text = fam.members()
+            if gz:
+                out.append((self._headers[i], self._gz_headers[i], gz))
+                size += len(self._headers[i]) + text
+        return Published(tuple(out), size)
+
+    def publish_here(self, names: Collection[str] | None = None) -> Published:
+        """A round built in this thread, and what it publishes (tests and the one-shot paths)."""
+        rebuilds = self.take_round(names)
+        for r in rebuilds:
+            r.done(members.rebuild(r.job()))
+        self.finish_round(rebuilds)
+        return self.published(names)
 
     def render_body(self) -> bytes:
         """The raw body in one go (tests and the one-shot paths)."""
-        return b"".join(self.snapshot().texts())
+        return b"".join(self.publish_here().texts())
 
     # ---- internals ---------------------------------------------------------------------------
 
-    @staticmethod
-    def _cleaned(fam: _Family) -> _Clean | None:
-        """``fam`` as a _Clean if no non-empty bucket has pending lines, else None."""
-        bases: list[_Base] = []
-        for b in fam.buckets:
-            if not b.size:
-                continue
-            if b.pending:
-                return None
-            bases.append(b.base)
-        return _Clean(tuple(bases), tuple(b.gz for b in bases), fam.size) if bases else None
+    def _take(self, b: _Bucket) -> Rebuild:
+        rebuild = Rebuild(b)
+        self.pending_bytes -= b.pending_bytes
+        b.pending, b.pending_bytes = {}, 0
+        del self._dirty[b]
+        return rebuild
 
     def _put_contained(self, obj: Base, result: Result) -> None:
         """``_put``; if it raises, the object is left out (its earlier lines too) and recorded."""
@@ -609,60 +515,18 @@ class Renderer:
         """Make object ``oid``'s lines of family ``i`` ``text`` (None: none), replacing ``old_len`` bytes."""
         fam = self._families[i]
         b = fam.buckets[bucket]
-        if b.epoch != self._epoch:
-            b.pending = dict(b.pending)  # a snapshot may be reading the old one
-            b.epoch = self._epoch
         prev = b.pending.get(oid)
         added = (len(text) if text is not None else 0) - (len(prev) if prev is not None else 0)
         b.pending[oid] = text
         b.pending_bytes += added
         self.pending_bytes += added
-        if b not in self._dirty:
-            self._dirty[b] = None
-            fam.dirty += 1
+        self._dirty[b] = None
         delta = (len(text) if text is not None else 0) - old_len
         b.size += delta
         fam.size += delta
         self.text_bytes += delta
         if delta < 0:
             fam.freed = True
-        fam.clean = None
-        if not b.size:  # its last object left: nothing to splice, ever
-            # A new empty base, not _EMPTY: a build from a snapshot taken while the base was
-            # _EMPTY must not pass for current once new objects arrive (commit compares identity).
-            b.base = _Base(b"", array("Q"), array("I"))
-            self._set_pending(b, {})
-
-    def _set_pending(self, b: _Bucket, pending: Pending) -> None:
-        """Replace ``b``'s pending dict (after its base was rebuilt)."""
-        size = sum(len(v) for v in pending.values() if v is not None)
-        self.pending_bytes += size - b.pending_bytes
-        b.pending, b.pending_bytes, b.epoch = pending, size, self._epoch
-        if not pending and self._dirty.pop(b, 0) is None:
-            self._families[b.family].dirty -= 1
-
-    def _compact(self) -> None:
-        """Rebuild dirty buckets on the loop while pending lines exceed the limit, down to half of it.
-
-        At most ``COMPACT_BYTES`` of text per call, so one call never stalls the loop for long;
-        the limit keeps what is not yet compressed small when no scrape comes to do it.
-        """
-        limit = self.pending_limit()
-        if self.pending_bytes <= limit:
-            return
-        # The buckets with the most pending bytes first: they free the most for the work (a
-        # rebuild costs the whole bucket), and a bucket still filling up is rebuilt less often.
-        done, target = 0, limit // 2
-        while self.pending_bytes > target and done < COMPACT_BYTES:
-            batch = heapq.nlargest(64, self._dirty, key=lambda b: b.pending_bytes)
-            if not batch or not batch[0].pending_bytes:
-                break
-            for b in batch:
-                if self.pending_bytes <= target or done >= COMPACT_BYTES or not b.pending_bytes:
-                    break
-                b.base = _rebuild(b.base, b.pending)
-                done += b.size
-                self._set_pending(b, {})
 
 
 def render_fleet(projections: Iterable[Base], results: Iterable[Result]) -> bytes:
@@ -674,5 +538,5 @@ def render_fleet(projections: Iterable[Base], results: Iterable[Result]) -> byte
     return renderer.render_body()
 
 
-__all__ = ["BUCKET_BYTES", "GZIP_LEVEL", "Piece", "Renderer", "Snapshot", "gzip_member", "label_names",
+__all__ = ["BUCKET_BYTES", "GZIP_LEVEL", "Published", "Rebuild", "Renderer", "gzip_member", "label_names",
            "render_fleet", "render_object"]

@@ -1,0 +1,113 @@
+"""Rounds of bucket rebuilds, one at a time, built off the loop by a worker process.
+
+Owns ``Publisher``, the only caller of the renderer's rounds (``take_round``/``take_heaviest``,
+``finish_round``): ``publish`` runs a round over a scrape's families and returns what it serves;
+``relieve`` starts a round over the heaviest buckets when pending lines pass the renderer's limit,
+and makes its caller (the evaluation loop) wait for it past twice the limit, so that a burst of
+changes cannot outrun compression. A round's rebuilds go to the worker in batches bounded by the
+text they make and the bytes they carry; ``exporter.offload.Worker`` runs them in its process (or
+a thread when it cannot). Owns no bucket state and no HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection, Sequence
+
+from exporter.metrics import members
+from exporter.metrics.members import Built, Job
+from exporter.metrics.renderer import Published, Rebuild, Renderer
+from exporter.offload import Worker
+
+log = logging.getLogger("exporter.publisher")
+
+# Text per batch sent to the worker: ~3-4 ms of its time, ~0.12 MB of jobs out and of members
+# back once buckets are compressed. A scrape's round waits for at most the round ahead of it.
+# Larger batches cost the worker's memory (docs/performance.md).
+BATCH_BYTES = 2 << 20
+# Bytes a batch carries to the worker (base members and pending lines). Under churn a bucket's
+# job is its ~4 KB member and a few changed lines; the buckets filled at start-up have no member
+# yet and carry their whole text, which bounds the worker's peak.
+CARRIED_BYTES = 2 << 20
+WORKER_MODULE = "exporter.metrics.members"
+
+
+class Publisher:
+    """Runs the renderer's rounds, one at a time, their rebuilds in a worker process."""
+
+    def __init__(self, renderer: Renderer, *, process: bool = True) -> None:
+        self.renderer = renderer
+        self.worker: Worker[list[Job], list[Built]] = Worker(
+            WORKER_MODULE, members.rebuild_all, name="compression worker", process=process)
+        self._lock = asyncio.Lock()
+        self._relief: asyncio.Future[None] | None = None
+        self._relief_failing = False
+
+    async def start(self) -> None:
+        await self.worker.start()
+
+    async def stop(self) -> None:
+        await self.worker.stop()
+
+    async def publish(self, names: Collection[str] | None = None) -> Published:
+        """What a scrape of ``names`` (None: every family) serves: every change made before now."""
+        async with self._lock:
+            await self._round(self.renderer.take_round(names))
+            return self.renderer.published(names)
+
+    async def relieve(self) -> None:
+        """Compress the heaviest pending lines once past the limit; wait for it past twice the limit."""
+        renderer = self.renderer
+        limit = renderer.pending_limit()
+        if renderer.pending_bytes <= limit:
+            return
+        if self._relief is None or self._relief.done():
+            self._relief = asyncio.ensure_future(self._relieve())
+        if renderer.pending_bytes > 2 * limit:
+            await asyncio.shield(self._relief)
+
+    async def _relieve(self) -> None:
+        try:
+            async with self._lock:
+                renderer = self.renderer
+                free = renderer.pending_bytes - renderer.pending_limit() // 2
+                if free <= 0:
+                    return
+                await self._round(renderer.take_heaviest(free))
+            self._relief_failing = False
+        except Exception:
+            # Its buckets keep their pending lines; the next scrape's round or relief takes them.
+            if not self._relief_failing:
+                log.exception("compressing pending lines failed; the next round tries again")
+            self._relief_failing = True
+
+    async def _round(self, rebuilds: Sequence[Rebuild]) -> None:
+        """Build and install a round; one that fails or is cancelled gives its pending lines back."""
+        try:
+            await self._build(rebuilds)
+        except BaseException:
+            self.renderer.abandon_round(rebuilds)
+            raise
+        self.renderer.finish_round(rebuilds)
+
+    async def _build(self, rebuilds: Sequence[Rebuild]) -> None:
+        """Have every rebuild done, batch by batch (a batch's jobs are frozen: safe off the loop)."""
+        batch: list[Rebuild] = []
+        size = carried = 0
+        for r in rebuilds:
+            batch.append(r)
+            size += r.size
+            carried += r.carried
+            if size >= BATCH_BYTES or carried >= CARRIED_BYTES:
+                await self._build_batch(batch)
+                batch, size, carried = [], 0, 0
+        if batch:
+            await self._build_batch(batch)
+
+    async def _build_batch(self, batch: list[Rebuild]) -> None:
+        def take(built: list[Built]) -> None:
+            for r, b in zip(batch, built, strict=True):
+                r.done(b)
+
+        await self.worker.run(lambda: [r.job() for r in batch], take)
