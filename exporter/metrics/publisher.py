@@ -31,6 +31,11 @@ BATCH_BYTES = 2 << 20
 # yet and carry their whole text, which bounds the worker's peak.
 CARRIED_BYTES = 2 << 20
 WORKER_MODULE = "exporter.metrics.members"
+# A relief round frees pending lines down to this fraction of the limit. Its new members, the
+# batches in flight and the lines and members they replace overlap until the allocator's next
+# trim: rounds freeing half the limit raised the peak RSS under churn ~10 MiB over rounds of a
+# quarter (docs/performance.md).
+RELIEF_DOWN_TO = (3, 4)
 
 
 class Publisher:
@@ -57,7 +62,8 @@ class Publisher:
             return self.renderer.published(names)
 
     async def relieve(self) -> None:
-        """Compress the heaviest pending lines once past the limit; wait for it past twice the limit."""
+        """Compress the heaviest pending lines once past the limit (down to ``RELIEF_DOWN_TO`` of it);
+        wait for it past twice the limit."""
         renderer = self.renderer
         limit = renderer.pending_limit()
         if renderer.pending_bytes <= limit:
@@ -71,7 +77,8 @@ class Publisher:
         try:
             async with self._lock:
                 renderer = self.renderer
-                free = renderer.pending_bytes - renderer.pending_limit() // 2
+                down_to, of = RELIEF_DOWN_TO
+                free = renderer.pending_bytes - renderer.pending_limit() * down_to // of
                 if free <= 0:
                     return
                 await self._round(renderer.take_heaviest(free))

@@ -66,7 +66,7 @@ BUCKET_BYTES = 64 << 10
 # the text): the share keeps that ratio bounded as the fleet grows; a smaller share costs peak
 # memory (docs/performance.md, "Figures behind the code's choices").
 PENDING_BYTES = 4 << 20
-PENDING_SHARE = 48
+PENDING_SHARE = 64
 
 
 def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: Result,
