@@ -224,7 +224,7 @@ class Pipeline:
                 log.error("cannot evaluate a group; its objects are left out of the metrics",
                           extra={"group": _printable("/".join(key)), "error": _printable(repr(exc)[:300])},
                           exc_info=True)
-            for old in self.renderer.members(key):
+            for old in self.renderer.objects_of(key):
                 self.previous.pop(old, None)
             self._memos.pop(key, None)
             self.renderer.remove_group(key)
@@ -243,7 +243,7 @@ class Pipeline:
 
     def _evaluate_group(self, key: GroupKey, now: float) -> None:
         group = self.store.build(key)
-        before = self.renderer.members(key)  # the group's objects as last evaluated
+        before = self.renderer.objects_of(key)  # the group's objects as last evaluated
         if group is None:
             self._memos.pop(key, None)
             self.renderer.remove_group(key)
@@ -272,7 +272,7 @@ class Pipeline:
         that group is evaluated again, which renders it there.
         """
         moved: set[GroupKey] = set()
-        for old in set(before).difference(self.renderer.members(key)):
+        for old in set(before).difference(self.renderer.objects_of(key)):
             now_in = self.store.group_of(old)
             if now_in is not None and now_in != key and self.keep(now_in):
                 moved.add(now_in)

@@ -66,7 +66,7 @@ class Exposition:
     ready: Callable[[], bool]
     resources: Callable[[], Iterable[ResourceStats]]
     # Runs the round of bucket rebuilds each scrape serves: the composition root gives one with
-    # a worker process; by default (None) one whose rebuilds run in a thread.
+    # a worker process; by default (None) one whose rebuilds run in a thread is made.
     publisher: Publisher | None = None
     # Lines for the /readyz body: what is not current and why (also what is merely reported, as
     # a resource the exporter may not read, while ready).
@@ -75,6 +75,10 @@ class Exposition:
     process: ProcessMetrics | None = None
     # The landing page at /; by default one with the links and no configuration summary.
     landing: bytes | None = None
+
+    def __post_init__(self) -> None:
+        if self.publisher is None:
+            self.publisher = Publisher(self.renderer, process=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +138,7 @@ async def _body(exposition: Exposition, gzip: bool,
     gzip), so a scrape never holds more than one bucket's text beyond the members.
     """
     renderer = exposition.renderer
-    if exposition.publisher is None:
-        exposition.publisher = Publisher(renderer, process=False)
+    assert exposition.publisher is not None  # made in __post_init__
     published = await exposition.publisher.publish(names)
     tail = selfmetrics.render(
         exposition.stats,

@@ -183,7 +183,7 @@ class _Family:
         self.open = len(self.buckets) - 1
         return self.open
 
-    def members(self) -> tuple[tuple[bytes, ...], int]:
+    def listing(self) -> tuple[tuple[bytes, ...], int]:
         if self.listed is None:
             bases = [b.base for b in self.buckets if b.base.gz]
             self.listed = tuple(base.gz for base in bases), sum(base.size for base in bases)
@@ -311,7 +311,7 @@ class Renderer:
     def groups(self) -> list[GroupKey]:
         return list(self._group_objects)
 
-    def members(self, group: GroupKey) -> tuple[ObjectKey, ...]:
+    def objects_of(self, group: GroupKey) -> tuple[ObjectKey, ...]:
         """The objects ``group`` contributes: those its last ``update_group`` gave."""
         return self._group_objects.get(group, ())
 
@@ -381,7 +381,7 @@ class Renderer:
         for i, fam in enumerate(self._families):
             if names is not None and self.families[i].name not in names:
                 continue
-            gz, text = fam.members()
+            gz, text = fam.listing()
             if gz:
                 out.append((self._headers[i], self._gz_headers[i], gz))
                 size += len(self._headers[i]) + text
