@@ -109,6 +109,9 @@ class FilteringSink:
     def delete(self, kind: str, namespace: str, name: str) -> None:
         self.store.delete(kind, namespace, name)
 
+    def get(self, key: ObjectKey) -> Base | None:
+        return self.store.get(key)
+
     def _report_problems(self, obj: Base) -> None:
         """Logged once per object (a bound, not a cache: forgotten all at once past it)."""
         raised = obj.problems[0].startswith(UNREADABLE_OBJECT)

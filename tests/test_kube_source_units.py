@@ -318,3 +318,36 @@ async def test_each_projection_is_given_the_objects_previous_one() -> None:
     loop._rv = "1"
     await loop._watch()
     assert given == [("2", None), ("3", "2"), ("5", None), ("6", None)]
+
+
+def test_objects_are_counted_readable_or_not_through_every_kind_of_event() -> None:
+    # The count (fleet_status_exporter_objects) includes objects present but unreadable, which the
+    # sink does not hold; an object that turns unreadable leaves the sink and stays counted.
+    def event(etype: str, name: str, readable: bool = True) -> dict[str, Any]:
+        raw = obj("Machine", name)
+        if not readable:
+            raw["metadata"]["labels"] = {"unreadable": "yes"}
+        return {"type": etype, "object": raw}
+
+    def project(raw: Any, previous: Any = None) -> Any:
+        return None if raw["metadata"].get("labels", {}).get("unreadable") else simple_project(raw)
+
+    sink = RecordingSink()
+    resource = Resource(ResourceSpec("cluster.x-k8s.io", "Machine"), "v1beta2", "machines", True)
+    loop = ResourceLoop(resource, None, WatchLines([]), sink, project, WatchStats(), LoopSettings())
+    steps = [
+        (event("ADDED", "m1"), 1),
+        (event("ADDED", "b1", readable=False), 2),
+        (event("MODIFIED", "b1", readable=False), 2),
+        (event("MODIFIED", "b1"), 2),
+        (event("MODIFIED", "m1", readable=False), 2),
+        (event("DELETED", "m1", readable=False), 1),
+        (event("DELETED", "never-seen"), 1),
+        (event("DELETED", "b1"), 0),
+    ]
+    counts = []
+    for e, _ in steps:
+        loop._handle(e, "1")
+        counts.append(loop.stats.objects[""])
+    assert counts == [n for _, n in steps]
+    assert sink.objects == {}

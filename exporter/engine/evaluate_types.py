@@ -30,6 +30,7 @@ from exporter.engine.model import (
     ObjectKey,
     Placement,
     PlacementDecision,
+    no_counters,
 )
 
 
@@ -38,7 +39,7 @@ class Computed:
     """What the engine computes for one object before transition times are filled in."""
 
     conditions: tuple[Condition, ...] = ()
-    counters: Mapping[str, int | None] = field(default_factory=dict)
+    counters: Mapping[str, int | None] = field(default_factory=no_counters)
     phase: str | None = None
     findings: tuple[Finding, ...] = ()
 

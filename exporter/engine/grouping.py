@@ -70,41 +70,32 @@ def owner_of(work: ManifestWork) -> tuple[str, str] | None:
     return (ns, name) if dot and ns and name else None
 
 
-class _KeptTracked(dict[ObjectKey, GroupKey]):
-    """A dict CPython's garbage collector never untracks (it untracks only exact dicts).
-
-    A dict holding only tuples of strings is untracked at a full collection, and tracked again
-    by the next insertion of a key not yet examined, into the young generation: there every
-    collection up to the next full one traverses all its entries (~34,000 at fleet size). The
-    exporter freezes the loaded fleet for the collector; a dict that stays tracked is frozen
-    with it and never traversed again (docs/performance.md).
-    """
-
-    __slots__ = ()
-
-
 class FleetIndex:
     """Projections by key, grouped for evaluation, with the indexes that keep lookups local."""
 
     def __init__(self) -> None:
-        self._objects: dict[ObjectKey, Base] = {}
+        # One dict per kind, and no other per object: an object's key starts with its kind, and
+        # its group is ``group_key`` of it (a dict entry is ~45 bytes, at 100 % of the benchmark
+        # fleet ~3 MiB per dict over every object with the provider objects).
         self._by_kind: dict[str, dict[ObjectKey, Base]] = defaultdict(dict)
+        self._count = 0
         # The objects of each group but those evaluated alone, whose group is their key (a set of
         # one is ~250 bytes, and there is such a group for every provider object).
         self._group_objects: dict[GroupKey, set[ObjectKey]] = defaultdict(set)
-        self._group_of: dict[ObjectKey, GroupKey] = _KeptTracked()
         # ManifestWorks by namespace (= managed cluster name), decisions by (namespace, placement).
         self._works_in: dict[str, set[ObjectKey]] = defaultdict(set)
         self._decisions_of: dict[tuple[str, str], set[ObjectKey]] = defaultdict(set)
 
     def __len__(self) -> int:
-        return len(self._objects)
+        return self._count
 
     def get(self, key: ObjectKey) -> Base | None:
-        return self._objects.get(key)
+        objects = self._by_kind.get(key[0])
+        return objects.get(key) if objects is not None else None
 
     def group_of(self, key: ObjectKey) -> GroupKey | None:
-        return self._group_of.get(key)
+        obj = self.get(key)
+        return group_key(obj) if obj is not None else None
 
     def keys_of_kind(self, kind: str, namespace: str | None = None) -> list[ObjectKey]:
         return [k for k in self._by_kind.get(kind, ()) if namespace is None or k[1] == namespace]
@@ -116,11 +107,10 @@ class FleetIndex:
         """Add or replace an object; returns the groups to re-evaluate."""
         dirty = self.remove(obj.key)
         key = group_key(obj)
-        self._objects[obj.key] = obj
         self._by_kind[obj.meta.kind][obj.key] = obj
+        self._count += 1
         if key != obj.key:
             self._group_objects[key].add(obj.key)
-        self._group_of[obj.key] = key
         if isinstance(obj, ManifestWork):
             self._works_in[obj.meta.namespace].add(obj.key)
         elif isinstance(obj, PlacementDecision):
@@ -136,22 +126,22 @@ class FleetIndex:
         kept too, where ``put`` would remove and add. Returns the object's group, or None (nothing
         stored) when there was nothing to replace or the update would move it: ``put`` then.
         """
-        old = self._objects.get(obj.key)
+        old = self.get(obj.key)
         if old is None or type(old) is not type(obj) or isinstance(obj, ManifestWork | PlacementDecision):
             return None
-        group = self._group_of[obj.key]
+        group = group_key(old)
         if group_key(obj) != group:
             return None
-        self._objects[obj.key] = obj
         self._by_kind[obj.meta.kind][obj.key] = obj
         return group
 
     def remove(self, key: ObjectKey) -> set[GroupKey]:
-        obj = self._objects.pop(key, None)
+        objects = self._by_kind.get(key[0])
+        obj = objects.pop(key, None) if objects is not None else None
         if obj is None:
             return set()
-        del self._by_kind[obj.meta.kind][key]
-        gk = self._group_of.pop(key)
+        self._count -= 1
+        gk = group_key(obj)
         if gk != key:
             _discard(self._group_objects, gk, key)
         if isinstance(obj, ManifestWork):
@@ -161,15 +151,15 @@ class FleetIndex:
         return {gk} | self._dependents(obj)
 
     def group_keys(self) -> list[GroupKey]:
-        alone = [k for k, g in self._group_of.items() if g == k]
+        alone = [k for objects in self._by_kind.values() for k, o in objects.items() if group_key(o) == k]
         return [k for k in self._group_objects if k[0] != "none"] + alone
 
     def _dependents(self, obj: Base) -> set[GroupKey]:
         ns, name = obj.meta.namespace, obj.meta.name
         if isinstance(obj, ClusterClass):
             return {
-                self._group_of[k]
-                for k, o in self._by_kind.get("Cluster", {}).items()
+                group_key(o)
+                for o in self._by_kind.get("Cluster", {}).values()
                 if isinstance(o, Cluster)
                 and o.topology_class == name
                 and (o.topology_class_namespace or o.meta.namespace) == ns
@@ -184,15 +174,16 @@ class FleetIndex:
                 and any(ref.name == placement for ref in o.placement_refs)
             }
         if isinstance(obj, ManagedCluster):
-            groups = (self._group_of[k] for k in self._works_in.get(name, ()))
-            return {g for g in groups if g[0] == "mwrs"}
+            works = (self.get(k) for k in self._works_in.get(name, ()))
+            return {g for w in works if w is not None and (g := group_key(w))[0] == "mwrs"}
         return set()
 
     def build(self, key: GroupKey) -> Group | None:
         """The group's current contents, or None when it no longer exists."""
-        if self._group_of.get(key) == key:  # an object evaluated alone
-            return SingleGroup(self._objects[key])
-        objects = [self._objects[k] for k in self._group_objects.get(key, ())]
+        alone = self.get(key)
+        if alone is not None and group_key(alone) == key:  # an object evaluated alone
+            return SingleGroup(alone)
+        objects = [o for k in self._group_objects.get(key, ()) if (o := self.get(k)) is not None]
         if not objects:
             return None
         if key[0] == "capi":
@@ -204,11 +195,11 @@ class FleetIndex:
     def _cluster_class_of(self, key: GroupKey) -> dict[tuple[str, str], ClusterClass]:
         """The ClusterClass the group's Cluster names, the only one its rules read: looked up, so
         that building a group costs the same however many classes the fleet has."""
-        cluster = self._objects.get(("Cluster", *key[1:]))
+        cluster = self.get(("Cluster", key[1], key[2]))
         if not isinstance(cluster, Cluster) or not cluster.topology_class:
             return {}
         ref = (cluster.topology_class_namespace or cluster.meta.namespace, cluster.topology_class)
-        found = self._objects.get(("ClusterClass", *ref))
+        found = self.get(("ClusterClass", *ref))
         return {ref: found} if isinstance(found, ClusterClass) else {}
 
     def _mwrs_group(self, key: GroupKey, objects: list[Base]) -> MwrsGroup:
@@ -219,18 +210,18 @@ class FleetIndex:
         placements = {
             o.meta.name: o
             for ref in refs
-            if isinstance(o := self._objects.get(("Placement", ns, ref)), Placement)
+            if isinstance(o := self.get(("Placement", ns, ref)), Placement)
         }
         decisions = tuple(
             o
             for ref in refs
             for k in sorted(self._decisions_of.get((ns, ref), ()))
-            if isinstance(o := self._objects[k], PlacementDecision)
+            if isinstance(o := self.get(k), PlacementDecision)
         )
         managed = {
             w.meta.namespace: o
             for w in works
-            if isinstance(o := self._objects.get(("ManagedCluster", "", w.meta.namespace)), ManagedCluster)
+            if isinstance(o := self.get(("ManagedCluster", "", w.meta.namespace)), ManagedCluster)
         }
         return MwrsGroup(
             mwrs=mwrs,

@@ -91,7 +91,7 @@ def compute_machine(obj: Machine, view: GroupView, now: float) -> Computed:
         updating_c,
         paused_condition(cluster_paused, obj.paused_annotation, "Machine"),
     )
-    return Computed(conditions=conditions, counters={}, phase=obj.phase or derived_phase(obj, updating_c))
+    return Computed(conditions=conditions, phase=obj.phase or derived_phase(obj, updating_c))
 
 
 # ---- Ready ------------------------------------------------------------------------------------

@@ -22,6 +22,14 @@ def _empty_map() -> Mapping[str, str]:
     return EMPTY_MAP
 
 
+NO_COUNTERS: Final[Mapping[str, int | None]] = MappingProxyType({})
+"""The counters of a Result without any: one shared mapping, not an empty dict per object."""
+
+
+def no_counters() -> Mapping[str, int | None]:
+    return NO_COUNTERS  # a factory, as ``_empty_map``
+
+
 class Status(StrEnum):
     TRUE = "True"
     FALSE = "False"
@@ -636,7 +644,7 @@ class Result:
     cluster_name: str
     reported: tuple[Condition, ...] = ()
     computed: tuple[Condition, ...] = ()
-    counters: Mapping[str, int | None] = field(default_factory=dict)
+    counters: Mapping[str, int | None] = field(default_factory=no_counters)
     phase: str | None = None
     findings: tuple[Finding, ...] = ()
     layout: str = "v1beta2"  # where `reported` came from; "v1beta1" means old-style conditions
@@ -652,7 +660,7 @@ class Result:
         object.__setattr__(self, "cluster_name", cluster_name)
         object.__setattr__(self, "reported", reported)
         object.__setattr__(self, "computed", computed)
-        object.__setattr__(self, "counters", {} if counters is None else counters)
+        object.__setattr__(self, "counters", NO_COUNTERS if counters is None else counters)
         object.__setattr__(self, "phase", phase)
         object.__setattr__(self, "findings", findings)
         object.__setattr__(self, "layout", layout)

@@ -45,6 +45,7 @@ class Sink(Protocol):
     def replace(self, kind: str, objects: Iterable[Base], namespace: str | None = None) -> None: ...
     def upsert(self, obj: Base) -> None: ...
     def delete(self, kind: str, namespace: str, name: str) -> None: ...
+    def get(self, key: tuple[str, str, str]) -> Base | None: ...
 
 
 class Transport(Protocol):
@@ -200,10 +201,11 @@ class ResourceLoop:
         self._scope = namespace or ""
         self._where = f"{resource.name}" + (f" in namespace {namespace}" if namespace else "")
         self._path = resource.path(namespace)
-        # (namespace, name) of every object seen, valid or not, with its last projection: the next
-        # projection of the object reuses what is unchanged (``parse.project``). The same objects
-        # the store holds, so no memory but the dict's.
-        self._last: dict[tuple[str, str], Base | None] = {}
+        # The next projection of an object reuses what is unchanged in its last one
+        # (``parse.project``), which the sink holds: no index of its own here. Objects present
+        # but unreadable are not in the sink: their (namespace, name), to count them.
+        self._unreadable_objects: set[tuple[str, str]] = set()
+        self._count = 0  # objects present, readable or not
         self._invalid: set[tuple[str, ...]] = set()
         self._backoff = Backoff(settings, rand)
         self._seen = 0  # events and bookmarks received; tells a watch that closed at once, empty
@@ -255,8 +257,8 @@ class ResourceLoop:
     async def _list(self) -> str:
         timeout = aiohttp.ClientTimeout(total=self._s.request_timeout)
         projections: list[Base] = []
-        latest: dict[tuple[str, str], Base | None] = {}
-        token, restarts = "", 0
+        unreadable: set[tuple[str, str]] = set()
+        count, token, restarts = 0, "", 0
         page = self._fetch_page(token, timeout)
         try:
             while True:
@@ -265,7 +267,7 @@ class ResourceLoop:
                     # The continue token outlived the server's history: start a fresh full list.
                     bump(self.stats.list_requests, "expired")
                     log.info("continue token of %s expired; restarting the list", self._where)
-                    projections, latest, token, restarts = [], {}, "", restarts + 1
+                    projections, unreadable, count, token, restarts = [], set(), 0, "", restarts + 1
                     page = self._fetch_page(token, timeout)
                     continue
                 if status != 200 or not isinstance(body, dict):
@@ -284,9 +286,12 @@ class ResourceLoop:
                 for raw in body.get("items") or []:
                     if isinstance(raw, dict):
                         key = self._key(raw)
-                        latest[key] = p = self._read(raw, self._last.get(key))
+                        count += 1
+                        p = self._read(raw, self._previous(key))
                         if p is not None:
                             projections.append(p)
+                        else:
+                            unreadable.add(key)
                     await time_slice.pause()
                 del body
                 if not token:
@@ -297,11 +302,11 @@ class ResourceLoop:
             # Retrieve what a page fetched for a list that failed meanwhile ended with, unlogged.
             page.add_done_callback(lambda t: t.cancelled() or t.exception())
         self._sink.replace(self.resource.kind, projections, self.namespace)
-        self._last = latest
-        self.stats.objects[self._scope] = len(latest)
+        self._unreadable_objects, self._count = unreadable, count
+        self.stats.objects[self._scope] = count
         self.stats.last_event_time = time.time()  # data received: a quiet resource has no events
         if not self.synced:
-            log.info("synced %s: %d objects", self._where, len(latest))
+            log.info("synced %s: %d objects", self._where, count)
         self.stats.scopes_synced[self._scope] = True
         self._readable("list")
         return str(meta.get("resourceVersion") or "")
@@ -451,19 +456,25 @@ class ResourceLoop:
         if etype == "BOOKMARK":
             return new_rv
         key = self._key(obj)
+        if etype not in ("ADDED", "MODIFIED", "DELETED"):
+            log.warning("watch of %s: unknown event type %r ignored", self._where, etype)
+            return rv
+        previous = self._previous(key)
+        if previous is None and key in self._unreadable_objects:
+            self._unreadable_objects.discard(key)
+        elif previous is None:
+            self._count += 1  # new (a DELETED of an object never seen takes it back below)
         if etype == "DELETED":
-            self._last.pop(key, None)
+            self._count -= 1
             self._sink.delete(self.resource.kind, key[0], key[1])
-        elif etype in ("ADDED", "MODIFIED"):
-            projection = self._last[key] = self._read(obj, self._last.get(key))
+        else:
+            projection = self._read(obj, previous)
             if projection is None:
+                self._unreadable_objects.add(key)
                 self._sink.delete(self.resource.kind, key[0], key[1])  # as a relist would: it is unreadable
             else:
                 self._sink.upsert(projection)
-        else:
-            log.warning("watch of %s: unknown event type %r ignored", self._where, etype)
-            return rv
-        self.stats.objects[self._scope] = len(self._last)
+        self.stats.objects[self._scope] = self._count
         return new_rv
 
     # ---- helpers ----
@@ -476,6 +487,9 @@ class ResourceLoop:
     def _key(raw: Mapping[str, Any]) -> tuple[str, str]:
         meta = raw.get("metadata") or {}
         return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+    def _previous(self, key: tuple[str, str]) -> Base | None:
+        return self._sink.get((self.resource.kind, key[0], key[1]))
 
     def _read(self, raw: dict[str, Any], previous: Base | None) -> Base | None:
         # Lists of custom resources carry kind/apiVersion per item; other servers may not.

@@ -77,6 +77,9 @@ class RecordingSink:
         self.calls.append(("delete", (kind, namespace, name)))
         self.objects.pop((kind, namespace, name), None)
 
+    def get(self, key: Key) -> Base | None:
+        return self.objects.get(key)
+
     def view(self) -> dict[Key, str]:
         return {k: o.meta.resource_version for k, o in self.objects.items()}
 
