@@ -34,7 +34,7 @@ from exporter.engine import evaluate as evaluate_module
 from exporter.engine import model, rule_inputs
 from exporter.engine.evaluate import evaluate_all, evaluate_group, evaluate_group_reusing
 from exporter.engine.evaluate_types import CapiGroup
-from exporter.engine.grouping import FleetIndex, GroupKey
+from exporter.engine.grouping import FleetIndex, GroupKey, group_key
 from exporter.engine.model import (
     Base,
     Cluster,
@@ -50,6 +50,7 @@ from exporter.engine.model import (
 )
 from exporter.engine.parse import project
 from exporter.engine.rule_inputs import export_only_change
+from exporter.engine.visibility import depends_on
 from exporter.metrics.renderer import Renderer, render_fleet
 from exporter.metrics.selfmetrics import ExporterStats
 from exporter.store import Store
@@ -393,6 +394,19 @@ def test_incremental_matches_full_evaluation_on_the_benchmark_fleet(bench: list[
 def test_reused_machine_results_follow_the_clock(examples: list[Base], bench: list[Base], seed: int) -> None:
     assert run(examples, steps=150, seed=seed, clock=True) == []
     assert run(bench, steps=100, seed=seed, clock=True) == []
+
+
+def test_objects_evaluated_alone_without_reading_the_clock_evaluate_the_same_later(
+    examples: list[Base], bench: list[Base]
+) -> None:
+    # The periodic re-evaluation (Pipeline.clocked_groups) skips them.
+    timeless = [o for o in [*examples, *bench]
+                if group_key(o) == o.key and not rule_inputs.alone_reads_clock(o)]
+    assert {o.meta.kind for o in timeless} >= {"DockerMachine", "KubeadmConfig", "ClusterResourceSet"}
+    for o in timeless:
+        assert not depends_on(o), o.key  # nor does a scope turning unreadable change them
+        for later in (60.0, 3600.0, 40 * 86400.0):
+            assert evaluate_all([o], NOW + later) == evaluate_all([o], NOW), o.key
 
 
 @pytest.mark.parametrize("field", ["conditions", "phase", "node_name", "meta.deletion_timestamp", "layout",

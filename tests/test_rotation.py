@@ -1,8 +1,14 @@
-"""The periodic re-evaluation: every group once per period, in slices, never all at once."""
+"""The periodic re-evaluation: every group time may change once per period, in slices, never all at once."""
 
 from __future__ import annotations
 
-from exporter.app import Rotation, interleaved
+from typing import Any
+
+from exporter.app import FilteringSink, Pipeline, Rotation, interleaved
+from exporter.engine.parse import project
+from exporter.metrics.renderer import Renderer
+from exporter.metrics.selfmetrics import ExporterStats
+from exporter.store import Store
 
 
 def groups(n: int) -> list[tuple[str, str, str]]:
@@ -73,3 +79,24 @@ def test_interleaved_keeps_every_group_once() -> None:
     out = interleaved(mixed)
     assert sorted(out) == sorted(mixed) and len(out) == len(mixed)
     assert [g for g in out if g[0] == "capi"] == [("capi", "ns", "c1"), ("capi", "ns", "c2")]
+
+
+def test_the_pipeline_rotates_only_groups_time_alone_may_change() -> None:
+    def raw(kind: str, api_version: str, name: str, status: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"apiVersion": api_version, "kind": kind, "status": status or {},
+                "metadata": {"name": name, "namespace": "ns", "uid": name,
+                             "creationTimestamp": "2026-01-01T00:00:00Z",
+                             "labels": {"cluster.x-k8s.io/cluster-name": "c1"}}}
+
+    infra, bootstrap = "infrastructure.cluster.x-k8s.io/v1beta2", "bootstrap.cluster.x-k8s.io/v1beta2"
+    store = Store()
+    for r in (raw("Machine", "cluster.x-k8s.io/v1beta2", "m1"),
+              raw("DockerMachine", infra, "m1", {"initialization": {"provisioned": True}}),
+              raw("KubeadmConfig", bootstrap, "m1", {"initialization": {"dataSecretCreated": True}}),
+              raw("KubeadmConfig", bootstrap, "m2", {"initialization": {"dataSecretCreated": False}})):
+        p = project(r)
+        assert p is not None
+        store.upsert(p)
+    pipeline = Pipeline(store, FilteringSink(store), Renderer(), ExporterStats(), lambda _: True)
+    assert len(store.all_groups()) == 4
+    assert sorted(pipeline.clocked_groups()) == [("KubeadmConfig", "ns", "m2"), ("capi", "ns", "c1")]

@@ -3,7 +3,8 @@
 Owns ``EXPORT_ONLY`` (per projection type, the fields only the metrics render) with
 ``export_only_change``, the test the store applies to an update, and what tells ``evaluate`` when
 a previous result may be reused: ``machine_reads_clock`` for Machines, ``owner_inputs`` for
-MachineSets, MachineDeployments and KubeadmControlPlanes. The decisions sit next to the
+MachineSets, MachineDeployments and KubeadmControlPlanes, and ``alone_reads_clock`` for the objects
+evaluated alone that time cannot change. The decisions sit next to the
 rules because only they know what they read; the store and the pipeline act on them. Owns no rule,
 no orchestration and no I/O.
 """
@@ -18,7 +19,10 @@ from typing import Any, Final
 from exporter.engine.evaluate_types import GroupView
 from exporter.engine.machine_inputs import ETCD_CONDITIONS, POD_CONDITIONS
 from exporter.engine.model import (
+    READ_AS_REPORTED,
     Base,
+    BootstrapConfig,
+    InfraObject,
     KubeadmControlPlane,
     Machine,
     MachineDeployment,
@@ -117,6 +121,24 @@ def export_only_change(old: Base, new: Base, table: _Compiled | None = None) -> 
 # Machine, and ``now`` only in the two places below. ``evaluate`` reuses a Machine's Computed when
 # those inputs are unchanged since the group's previous evaluation; a rule that starts reading
 # another Machine or the clock elsewhere must change this.
+
+
+_TIMELESS: Final[tuple[type[Base], ...]] = (InfraObject, *READ_AS_REPORTED)
+
+
+def alone_reads_clock(obj: Base) -> bool:
+    """Whether time alone can change what evaluating ``obj`` on its own gives (for the objects
+    ``grouping`` evaluates alone; the periodic re-evaluation leaves the others be).
+
+    No rule reads ``now`` for an infrastructure object or for the kinds read as reported; a
+    bootstrap config's does while the config has no data secret and is not deleting (its grace
+    period, then how long it has waited). The other kinds' rules are taken to read it.
+    """
+    if isinstance(obj, _TIMELESS):
+        return False
+    if isinstance(obj, BootstrapConfig):
+        return obj.secret_created is not True and not obj.meta.deleting
+    return True
 
 
 def machine_reads_clock(m: Machine, view: GroupView) -> bool:

@@ -12,6 +12,7 @@ from exporter.engine.grouping import group_key
 from exporter.engine.model import Base
 from exporter.engine.parse import project_unguarded
 from exporter.engine.provider_objects import DATA_SECRET_GRACE_SECONDS
+from exporter.engine.rule_inputs import alone_reads_clock
 
 NOW = 1_800_000_000.0
 INFRA = "infrastructure.cluster.x-k8s.io/v1beta2"
@@ -94,3 +95,26 @@ def test_provider_objects_are_evaluated_on_their_own() -> None:
 def test_unexpected_status_shape_is_a_finding_and_the_rest_is_still_evaluated() -> None:
     p = obj("AWSMachine", INFRA, {"conditions": "Ready", "failureReason": "CreateError"})
     assert set(findings(p)) == {"InfrastructureTerminalFailure", "MalformedField"}
+
+
+LATER = (60.0, DATA_SECRET_GRACE_SECONDS, 40 * 86400.0)
+
+
+@pytest.mark.parametrize(("name", "p", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_an_object_said_not_to_read_the_clock_evaluates_the_same_at_any_time(
+    name: str, p: Base, expected: dict[str, tuple[str, str]]
+) -> None:
+    # The periodic re-evaluation skips such objects: their Results must not depend on ``now``.
+    if not alone_reads_clock(p):
+        assert all(evaluate_all([p], NOW + later) == evaluate_all([p], NOW) for later in LATER)
+
+
+def test_a_bootstrap_config_reads_the_clock_until_its_secret_exists_or_it_is_deleting() -> None:
+    waiting = obj("KubeadmConfig", BOOTSTRAP, {"ready": False}, age=60.0)
+    assert alone_reads_clock(waiting)
+    # What the periodic re-evaluation is for: time alone raises the finding.
+    assert evaluate_all([waiting], NOW + DATA_SECRET_GRACE_SECONDS) != evaluate_all([waiting], NOW)
+    created = {"initialization": {"dataSecretCreated": True}}
+    assert not alone_reads_clock(obj("KubeadmConfig", BOOTSTRAP, created))
+    assert not alone_reads_clock(obj("KubeadmConfig", BOOTSTRAP, {"ready": False}, deleting=True))
+    assert not alone_reads_clock(obj("AWSMachine", INFRA, {"ready": False}))
