@@ -339,8 +339,7 @@ class Pipeline:
         """The groups time alone may change: all but the objects evaluated alone whose rules do not
         read the clock (at 100 % of the benchmark fleet, the ~21,000 infrastructure objects and most
         of the ~20,000 bootstrap configs)."""
-        groups = self.store.all_groups()
-        return [g for g in groups if (alone := self.store.get(g)) is None or alone_reads_clock(alone)]
+        return self.store.all_groups(alone_if=alone_reads_clock)
 
     async def run(
         self, *, debounce: float = DEBOUNCE_SECONDS, resync: float = RESYNC_SECONDS,

@@ -98,8 +98,10 @@ class Store:
     def build(self, key: GroupKey) -> Group | None:
         return self._index.build(key)
 
-    def all_groups(self) -> list[GroupKey]:
-        return [g for g in self._index.group_keys() if self._keep(g)]
+    def all_groups(self, alone_if: Callable[[Base], bool] | None = None) -> list[GroupKey]:
+        """Every group this shard keeps; of the objects evaluated alone, only those ``alone_if``
+        accepts, if given."""
+        return [g for g in self._index.group_keys(alone_if) if self._keep(g)]
 
     def get(self, key: ObjectKey) -> Base | None:
         return self._index.get(key)

@@ -34,7 +34,7 @@ from exporter.engine import evaluate as evaluate_module
 from exporter.engine import model, rule_inputs
 from exporter.engine.evaluate import evaluate_all, evaluate_group, evaluate_group_reusing
 from exporter.engine.evaluate_types import CapiGroup
-from exporter.engine.grouping import FleetIndex, GroupKey, group_key
+from exporter.engine.grouping import FleetIndex, GroupKey, evaluated_alone, group_key
 from exporter.engine.model import (
     Base,
     Cluster,
@@ -43,6 +43,7 @@ from exporter.engine.model import (
     Machine,
     MachineDeployment,
     MachineSet,
+    ManifestWork,
     Meta,
     ObjectKey,
     Result,
@@ -394,6 +395,16 @@ def test_incremental_matches_full_evaluation_on_the_benchmark_fleet(bench: list[
 def test_reused_machine_results_follow_the_clock(examples: list[Base], bench: list[Base], seed: int) -> None:
     assert run(examples, steps=150, seed=seed, clock=True) == []
     assert run(bench, steps=100, seed=seed, clock=True) == []
+
+
+def test_an_object_is_evaluated_alone_exactly_when_its_group_is_its_key(
+    examples: list[Base], bench: list[Base]
+) -> None:
+    orphan = next(o for o in examples if isinstance(o, ManifestWork))
+    orphan = dataclasses.replace(orphan, owner="")
+    objects = [*examples, *bench, orphan]
+    assert {o.key for o in objects if evaluated_alone(o)} == {o.key for o in objects if group_key(o) == o.key}
+    assert evaluated_alone(orphan)
 
 
 def test_objects_evaluated_alone_without_reading_the_clock_evaluate_the_same_later(

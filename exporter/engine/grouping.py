@@ -10,7 +10,7 @@ the size of its group, not of the fleet. Pure data structure: no I/O, no clock.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from exporter.engine.evaluate_types import CapiGroup, Group, MwrsGroup, SingleGroup
@@ -41,6 +41,16 @@ _K = TypeVar("_K")
 _ON_THEIR_OWN: tuple[type[Base], ...] = (
     ManagedCluster, ManagedClusterAddOn, Placement, InfraObject, BootstrapConfig, *READ_AS_REPORTED,
 )
+
+
+_ALONE: tuple[type[Base], ...] = (ClusterClass, *_ON_THEIR_OWN)
+
+
+def evaluated_alone(obj: Base) -> bool:
+    """Whether ``obj`` is a group of its own (``group_key(obj)`` is its key), without building a key."""
+    if isinstance(obj, ManifestWork):
+        return owner_of(obj) is None
+    return isinstance(obj, _ALONE)
 
 
 def group_key(obj: Base) -> GroupKey:
@@ -150,8 +160,10 @@ class FleetIndex:
             _discard(self._decisions_of, (obj.meta.namespace, obj.placement_name), key)
         return {gk} | self._dependents(obj)
 
-    def group_keys(self) -> list[GroupKey]:
-        alone = [k for objects in self._by_kind.values() for k, o in objects.items() if group_key(o) == k]
+    def group_keys(self, alone_if: Callable[[Base], bool] | None = None) -> list[GroupKey]:
+        """Every group; of the objects evaluated alone, only those ``alone_if`` accepts, if given."""
+        alone = [o.key for objects in self._by_kind.values() for o in objects.values()
+                 if evaluated_alone(o) and (alone_if is None or alone_if(o))]
         return [k for k in self._group_objects if k[0] != "none"] + alone
 
     def _dependents(self, obj: Base) -> set[GroupKey]:
@@ -181,7 +193,7 @@ class FleetIndex:
     def build(self, key: GroupKey) -> Group | None:
         """The group's current contents, or None when it no longer exists."""
         alone = self.get(key)
-        if alone is not None and group_key(alone) == key:  # an object evaluated alone
+        if alone is not None and evaluated_alone(alone):
             return SingleGroup(alone)
         objects = [o for k in self._group_objects.get(key, ()) if (o := self.get(k)) is not None]
         if not objects:
