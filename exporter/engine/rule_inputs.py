@@ -3,10 +3,10 @@
 Owns ``EXPORT_ONLY`` (per projection type, the fields only the metrics render) with
 ``export_only_change``, the test the store applies to an update, and what tells ``evaluate`` when
 a previous result may be reused: ``machine_reads_clock`` for Machines, ``owner_inputs`` for
-MachineSets, MachineDeployments and KubeadmControlPlanes, and ``alone_reads_clock`` for the objects
-evaluated alone that time cannot change. The decisions sit next to the
-rules because only they know what they read; the store and the pipeline act on them. Owns no rule,
-no orchestration and no I/O.
+MachineSets, MachineDeployments and KubeadmControlPlanes, and ``alone_reads_clock``, which tells
+the periodic re-evaluation which objects evaluated alone time can change. The decisions sit next
+to the rules because only they know what they read; the store and the pipeline act on them. Owns
+no rule, no orchestration and no I/O.
 """
 
 from __future__ import annotations
