@@ -43,6 +43,7 @@ _ON_THEIR_OWN: tuple[type[Base], ...] = (
 )
 
 
+# The kinds that are always a group of their own (a ManifestWork is one when no MWRS owns it).
 _ALONE: tuple[type[Base], ...] = (ClusterClass, *_ON_THEIR_OWN)
 
 
@@ -56,20 +57,18 @@ def evaluated_alone(obj: Base) -> bool:
 def group_key(obj: Base) -> GroupKey:
     """The group an object belongs to (InfraMachinePools join their Cluster's group; other provider
     objects and the kinds read as reported are groups of their own, like ClusterClass)."""
-    ns, name = obj.meta.namespace, obj.meta.name
-    if isinstance(obj, Cluster):
-        return ("capi", ns, name)
-    if isinstance(obj, ClusterClass):
-        return obj.key
-    if isinstance(obj, ManifestWorkReplicaSet):
-        return ("mwrs", ns, name)
     if isinstance(obj, ManifestWork):
         owner = owner_of(obj)
         return ("mwrs", *owner) if owner else obj.key
+    if isinstance(obj, _ALONE):
+        return obj.key
+    ns, name = obj.meta.namespace, obj.meta.name
+    if isinstance(obj, Cluster):
+        return ("capi", ns, name)
+    if isinstance(obj, ManifestWorkReplicaSet):
+        return ("mwrs", ns, name)
     if isinstance(obj, PlacementDecision):
         return ("none", "PlacementDecision", f"{ns}/{name}")
-    if isinstance(obj, _ON_THEIR_OWN):
-        return obj.key
     return ("capi", ns, obj.cluster_name)
 
 
