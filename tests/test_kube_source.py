@@ -202,6 +202,44 @@ async def test_unreadable_objects_are_counted_once_and_kept_out(env: SourceEnv) 
     assert stats.invalid_objects == 2 and stats.object_count == 3  # seen, even if unreadable
 
 
+
+async def test_the_unreadable_count_follows_objects_fixed_deleted_and_broken_again(
+    env: SourceEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The gauge is of the objects present and unreadable now, and nothing is kept for an object
+    once it is gone or read fine: one broken again is counted and logged again; one still broken
+    across a relist is logged once."""
+    caplog.set_level(logging.WARNING, logger="exporter")
+    env.api.create(obj("Machine", "bad", **{INVALID_LABEL: "x"}))
+    env.api.create(obj("Machine", "bad2", **{INVALID_LABEL: "x"}))
+    env.api.create(obj("Machine", "good"))
+    source = await env.start_source()
+    await env.converged(source)
+    stats = source.stats.resources["machines.cluster.x-k8s.io"]
+    assert (stats.invalid_objects, stats.object_count) == (2, 3)
+
+    await env.api.stop()  # a change behind compacted history: the relist finds both still unreadable
+    env.api.update(obj("Machine", "good", changed="yes"))
+    env.api.compact()
+    await env.api.start()
+    await env.converged(source)
+    assert stats.relists["expired"] == 1
+    assert stats.invalid_objects == 2
+
+    env.api.update(obj("Machine", "bad"))  # fixed
+    env.api.delete("Machine", "ns1", "bad2")
+    await eventually(lambda: ("Machine", "ns1", "bad") in env.sink.objects)
+    await eventually(lambda: stats.invalid_objects == 0)
+    assert stats.object_count == 2
+
+    env.api.update(obj("Machine", "bad", **{INVALID_LABEL: "y"}))  # broken again
+    await eventually(lambda: stats.invalid_objects == 1)
+    await env.converged(source)
+    assert ("Machine", "ns1", "bad") not in env.sink.objects and stats.object_count == 2
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipping unreadable")]
+    assert sum("ns1/bad " in m for m in logged) == 2, logged
+    assert sum("ns1/bad2 " in m for m in logged) == 1, logged
+
 async def test_excluded_kinds_are_not_requested(env: SourceEnv) -> None:
     small_fleet(env)
     source = await env.start_source(exclude_kinds=frozenset({"ManifestWork", "Placement"}))

@@ -117,7 +117,8 @@ OBJECTS: Final = _decl(
 )
 INVALID_OBJECTS: Final = _decl(
     "fleet_status_exporter_invalid_objects",
-    "Objects of a resource that could not be read (no identity, wrong shape).", "gauge", ("resource",),
+    "Objects of a resource present but unreadable (no identity, wrong shape), left out of the "
+    "metrics until they are read fine; each is logged once.", "gauge", ("resource",),
 )
 LAST_EVENT: Final = _decl(
     "fleet_status_exporter_last_event_timestamp_seconds",

@@ -108,7 +108,7 @@ class WatchStats:
     scopes_synced: dict[str, bool] = field(default_factory=dict)  # by scope
     unreadable: dict[str, str] = field(default_factory=dict)  # by scope: forbidden | not_found
     failing_since: dict[str, float] = field(default_factory=dict)  # by scope: monotonic time
-    invalid_objects: int = 0
+    invalid: dict[str, int] = field(default_factory=dict)  # by scope: objects present but unreadable
     last_event_time: float | None = None  # Unix time of the last completed list, event or bookmark
     available: bool = False
     version: str = ""
@@ -128,6 +128,10 @@ class WatchStats:
     @property
     def object_count(self) -> int:
         return sum(self.objects.values())
+
+    @property
+    def invalid_objects(self) -> int:
+        return sum(self.invalid.values())
 
     @property
     def unreadable_reason(self) -> str | None:
@@ -203,10 +207,10 @@ class ResourceLoop:
         self._path = resource.path(namespace)
         # The next projection of an object reuses what is unchanged in its last one
         # (``parse.project``), which the sink holds: no index of its own here. Objects present
-        # but unreadable are not in the sink: their (namespace, name), to count them.
-        self._unreadable_objects: set[tuple[str, str]] = set()
+        # but unreadable are not in the sink: their uid by (namespace, name), to count them and
+        # to log each once (again if it is replaced, or read fine and then breaks again).
+        self._unreadable_objects: dict[tuple[str, str], str] = {}
         self._count = 0  # objects present, readable or not
-        self._invalid: set[tuple[str, ...]] = set()
         self._backoff = Backoff(settings, rand)
         self._seen = 0  # events and bookmarks received; tells a watch that closed at once, empty
         self._rv = ""  # the version the next watch starts from
@@ -257,7 +261,7 @@ class ResourceLoop:
     async def _list(self) -> str:
         timeout = aiohttp.ClientTimeout(total=self._s.request_timeout)
         projections: list[Base] = []
-        unreadable: set[tuple[str, str]] = set()
+        unreadable: dict[tuple[str, str], str] = {}
         count, token, restarts = 0, "", 0
         page = self._fetch_page(token, timeout)
         try:
@@ -267,7 +271,7 @@ class ResourceLoop:
                     # The continue token outlived the server's history: start a fresh full list.
                     bump(self.stats.list_requests, "expired")
                     log.info("continue token of %s expired; restarting the list", self._where)
-                    projections, unreadable, count, token, restarts = [], set(), 0, "", restarts + 1
+                    projections, unreadable, count, token, restarts = [], {}, 0, "", restarts + 1
                     page = self._fetch_page(token, timeout)
                     continue
                 if status != 200 or not isinstance(body, dict):
@@ -291,7 +295,7 @@ class ResourceLoop:
                         if p is not None:
                             projections.append(p)
                         else:
-                            unreadable.add(key)
+                            unreadable[key] = self._unreadable(raw, key)
                     await time_slice.pause()
                 del body
                 if not token:
@@ -304,6 +308,7 @@ class ResourceLoop:
         self._sink.replace(self.resource.kind, projections, self.namespace)
         self._unreadable_objects, self._count = unreadable, count
         self.stats.objects[self._scope] = count
+        self.stats.invalid[self._scope] = len(unreadable)
         self.stats.last_event_time = time.time()  # data received: a quiet resource has no events
         if not self.synced:
             log.info("synced %s: %d objects", self._where, count)
@@ -460,21 +465,22 @@ class ResourceLoop:
             log.warning("watch of %s: unknown event type %r ignored", self._where, etype)
             return rv
         previous = self._previous(key)
-        if previous is None and key in self._unreadable_objects:
-            self._unreadable_objects.discard(key)
-        elif previous is None:
+        if previous is None and key not in self._unreadable_objects:
             self._count += 1  # new (a DELETED of an object never seen takes it back below)
         if etype == "DELETED":
             self._count -= 1
+            self._unreadable_objects.pop(key, None)
             self._sink.delete(self.resource.kind, key[0], key[1])
         else:
             projection = self._read(obj, previous)
             if projection is None:
-                self._unreadable_objects.add(key)
+                self._unreadable_objects[key] = self._unreadable(obj, key)
                 self._sink.delete(self.resource.kind, key[0], key[1])  # as a relist would: it is unreadable
             else:
+                self._unreadable_objects.pop(key, None)
                 self._sink.upsert(projection)
         self.stats.objects[self._scope] = self._count
+        self.stats.invalid[self._scope] = len(self._unreadable_objects)
         return new_rv
 
     # ---- helpers ----
@@ -497,15 +503,14 @@ class ResourceLoop:
         raw.setdefault("apiVersion", self.resource.api_version)
         if self._on_object is not None:
             self._on_object(raw)
-        projection = self._project(raw, previous)
-        if projection is None:
-            meta = raw.get("metadata") or {}
-            ident = (*self._key(raw), str(meta.get("uid") or ""))
-            if ident not in self._invalid:
-                self._invalid.add(ident)
-                self.stats.invalid_objects += 1
-                log.warning("skipping unreadable %s %s/%s (uid %s)", self.resource.kind, *ident)
-        return projection
+        return self._project(raw, previous)
+
+    def _unreadable(self, raw: Mapping[str, Any], key: tuple[str, str]) -> str:
+        """The uid of an object the projection could not read, logged unless it was already."""
+        uid = str((raw.get("metadata") or {}).get("uid") or "")
+        if self._unreadable_objects.get(key) != uid:
+            log.warning("skipping unreadable %s %s/%s (uid %s)", self.resource.kind, *key, uid)
+        return uid
 
     @property
     def _grant_scope(self) -> str:
