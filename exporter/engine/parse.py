@@ -281,7 +281,8 @@ def _owner_refs(f: Fields, raw: object) -> tuple[OwnerRef, ...]:
         return ()
     # The children of one owner carry the same references: read the fields, then share the tuple.
     # A provider object is named after the Machine that owns it: the owner's name is then the
-    # object's own string rather than a copy of it, one per object.
+    # object's own string rather than a copy of it, one per object, and the Machine's
+    # infrastructure object and bootstrap config share one tuple.
     fields: list[Any] = ["owners"]
     for item in items:
         if not isinstance(item, Mapping):
