@@ -179,7 +179,7 @@ def project_unguarded(raw: Mapping[str, Any], previous: Base | None = None,
         return None
     reusable = (previous.conditions, previous.v1beta1_conditions) if previous is not None else ()
     fields = Fields(previous=reusable)
-    meta = _meta(raw, fields, selection)
+    meta = _meta(raw, fields, selection, previous.meta if previous is not None else None)
     if meta is None:
         return None
     group = _group(meta)
@@ -221,7 +221,9 @@ def in_group(group: str, provider_group: str) -> bool:
 _new_meta = frozen_builder(Meta)  # one per projected object
 
 
-def _meta(raw: Mapping[str, Any], f: Fields, selection: MetadataSelection) -> Meta | None:
+def _meta(raw: Mapping[str, Any], f: Fields, selection: MetadataSelection,
+          previous: Meta | None = None) -> Meta | None:
+    """The object's metadata; ``previous`` itself when equal (see below)."""
     kind, name = f.str_(raw, "kind"), f.str_(raw, "metadata.name")
     if not kind or not name:
         return None
@@ -248,7 +250,7 @@ def _meta(raw: Mapping[str, Any], f: Fields, selection: MetadataSelection) -> Me
             exported_annotations = _selected(raw_annotations, keys)
     namespace = f.str_(raw, "metadata.namespace")
     # resourceVersion is not kept: nothing downstream reads it, and it is unique per object.
-    return _new_meta(
+    meta = _new_meta(
         kind=word(kind),
         api_version=f.word_(raw, "apiVersion"),
         namespace=word(namespace) if namespace else "",
@@ -263,6 +265,11 @@ def _meta(raw: Mapping[str, Any], f: Fields, selection: MetadataSelection) -> Me
         exported_labels=exported_labels,
         exported_annotations=exported_annotations,
     )
+    # An update of the status leaves the metadata as it was. The last projection's is then kept:
+    # its key is the one the store's, the renderer's and the pipeline's dicts hold, and its name
+    # and uid the strings a reused Result holds. A new Meta would add a key and both strings per
+    # changed object (~200 bytes) while the dicts keep the old ones.
+    return previous if previous is not None and previous == meta else meta
 
 
 def _selected(raw: Mapping[str, Any], keys: frozenset[str]) -> Mapping[str, str]:

@@ -128,6 +128,22 @@ def test_node_info_keeps_what_the_machine_info_metric_exports() -> None:
     assert set(capi._NODE_INFO) <= NODE_INFO_KEYS
 
 
+
+def test_an_update_of_the_status_keeps_the_last_metadata_and_a_change_of_it_does_not() -> None:
+    # The store's, renderer's and pipeline's dicts hold the first projection's key (and with it
+    # its name): a new Meta per update would keep two of each per changed object.
+    a, _ = machines()
+    status = machine_raw("m-1", node_uid="n1")
+    status["status"]["conditions"][0]["message"] = "changed"
+    updated = project(status, a)
+    assert updated is not None and updated != a
+    assert updated.meta is a.meta and updated.key is a.key
+    relabelled = machine_raw("m-1", node_uid="n1")
+    relabelled["metadata"]["labels"]["cluster.x-k8s.io/set-name"] = "md-0-new"
+    moved = project(relabelled, a)
+    assert moved is not None and moved.meta is not a.meta
+    assert moved.meta.labels["cluster.x-k8s.io/set-name"] == "md-0-new" and moved.key == a.key
+
 def test_key_is_built_once() -> None:
     a, _ = machines()
     assert a.key == ("Machine", "ns", "m-1")
