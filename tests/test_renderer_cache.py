@@ -122,3 +122,22 @@ def test_an_object_changing_in_one_family_dirties_one_bucket() -> None:
     renderer.update_group(("capi", "ns", "c"), [(m, result(m, 1)), *others])
     dirty = renderer.take_round()
     assert len(dirty) == 1 and set(dirty[0].job()[3]) == {renderer._entries[m.key].id}
+
+
+def test_an_update_equal_to_the_last_rendering_keeps_the_new_objects_not_both() -> None:
+    # The store and the pipeline hold the newest projection and Result; an equal but distinct
+    # pair must replace the rendered one, or each such update keeps a second copy alive.
+    renderer = Renderer(bucket_bytes=1024)
+    ms = [machine(i, 1) for i in range(10)]
+    renderer.update_group(("capi", "ns", "c"), [(m, result(m, 1)) for m in ms])
+    gzip_body(renderer)
+    again = [(replace(m), result(m, 1)) for m in ms]
+    assert all(new == old and new is not old for (new, _), old in zip(again, ms, strict=True))
+    renderer.update_group(("capi", "ns", "c"), again)
+    assert renderer.take_round() == []  # nothing to render again
+    for obj, res in again:
+        entry = renderer._entries[obj.key]
+        assert entry.obj is obj and entry.result is res
+    once_more = replace(ms[4])
+    assert renderer.update_objects(("capi", "ns", "c"), [(once_more, again[4][1])])
+    assert renderer._entries[ms[4].key].obj is once_more and renderer.take_round() == []

@@ -437,7 +437,11 @@ class Renderer:
             same_obj = entry.obj is obj or entry.obj == obj
             same_result = entry.result is result or entry.result == result
             if same_obj and same_result:
-                return  # unchanged: keep the lines rendered last time
+                # Unchanged: keep the lines rendered last time, but hold the new objects. The store
+                # and the pipeline hold those; keeping the old equal ones was a second copy of the
+                # object alive for each such update (~7,000 Results under churn at 100 %).
+                entry.obj, entry.result = obj, result
+                return
             # An update of a status field leaves the Result alone, an evaluation of an owner's
             # Machines leaves the owner alone: the families of the side that held keep their lines.
             if same_obj:
