@@ -439,7 +439,7 @@ def bootstrap_config(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Bootstrap
         **_failure(raw, contract, f),
         data_secret_created=f.bool_(raw, "status.initialization.dataSecretCreated"),
         ready=f.bool_(raw, "status.ready"),
-        data_secret_name=f.str_(raw, "status.dataSecretName"),
+        data_secret_name=_same(f.str_(raw, "status.dataSecretName"), meta.name),
         has_status=isinstance(raw.get("status"), Mapping),
     )
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from exporter.engine import parse_fields
-from exporter.engine.model import EMPTY_MAP, Machine, MachineSet
+from exporter.engine.model import EMPTY_MAP, BootstrapConfig, Machine, MachineSet
 from exporter.engine.parse import project
 from exporter.engine.parse_capi import NODE_INFO_KEYS
 from exporter.engine.parse_fields import recall, remember, shared_map, word
@@ -90,6 +90,13 @@ def test_names_equal_to_the_object_name_share_it() -> None:
         "status": {"initialization": {"provisioned": True}}})))
     assert infra is not None and infra.meta.owner == ("Machine", "m-1")
     assert infra.meta.owner_refs[0].name is infra.meta.name
+    # Its bootstrap config's data secret is named after the config.
+    config = project(json.loads(json.dumps({
+        "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2", "kind": "KubeadmConfig",
+        "metadata": {"name": "m-1", "namespace": "ns", "labels": {"cluster.x-k8s.io/cluster-name": "c1"}},
+        "status": {"dataSecretName": "m-1", "initialization": {"dataSecretCreated": True}}})))
+    assert isinstance(config, BootstrapConfig) and config.data_secret_name == "m-1"
+    assert config.data_secret_name is config.meta.name
 
 
 def test_equal_maps_owner_refs_and_counters_are_shared() -> None:
