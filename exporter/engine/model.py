@@ -190,13 +190,15 @@ class Meta:
     def __eq__(self, other: object) -> bool:  # written out: see Condition.__eq__
         if type(other) is not Meta:
             return NotImplemented
-        # resourceVersion first: it differs after nearly every update.
-        return (self.resource_version == other.resource_version and self.name == other.name
-                and self.namespace == other.namespace and self.kind == other.kind
-                and self.api_version == other.api_version and self.uid == other.uid
-                and self.generation == other.generation
-                and self.creation_timestamp == other.creation_timestamp
+        # Two Metas are compared for one object, at every update (parse._meta, the store): what an
+        # update may change first; the identity, equal then, last. Projections keep no
+        # resourceVersion ("" in both).
+        return (self.generation == other.generation and self.uid == other.uid
                 and self.deletion_timestamp == other.deletion_timestamp
+                and self.creation_timestamp == other.creation_timestamp
+                and self.resource_version == other.resource_version and self.name == other.name
+                and self.namespace == other.namespace and self.kind == other.kind
+                and self.api_version == other.api_version
                 and self.labels == other.labels and self.annotations == other.annotations
                 and self.owner_refs == other.owner_refs
                 and self.exported_labels == other.exported_labels
