@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter.engine.model import (
     Condition,
     Finding,
+    InfraObject,
     Machine,
     MachineDeployment,
     ManagedCluster,
@@ -522,3 +523,24 @@ def test_a_change_of_one_field_renders_only_the_families_that_read_it(monkeypatc
     extracted.clear()
     renderer.update_group(GROUP, [(replace(obj, meta=replace(obj.meta, uid="uid-new")), r)])
     assert {"capi_machine_info", "capi_machine_created", "capi_machine_addresses"} <= set(extracted)
+
+
+def test_a_group_of_its_own_object_knows_it_without_a_tuple_of_keys():
+    # Provider objects and ClusterClasses are groups of their own (group key = object key): most
+    # groups at scale. Their membership is known, a failed rendering too, without a tuple each.
+    renderer = Renderer()
+    objs = [InfraObject(meta=Meta(kind="DockerMachine", api_version="infrastructure.cluster.x-k8s.io/v1beta2",
+                                  namespace="ns", name=name, uid=f"uid-{name}"),
+                        cluster_name="c1", layout="v1beta2", provisioned=True)
+            for name in ("d1", "d\ud800")]  # the second cannot be encoded: its rendering fails
+    for obj in objs:
+        renderer.update_group(obj.key, [(obj, result(obj))])
+        assert renderer.objects_of(obj.key) == (obj.key,)
+        assert renderer._group_objects[obj.key] is None
+    assert [key for key, _ in renderer.take_failed()] == [objs[1].key]
+    assert b'name="d1"' in gzip.decompress(gzip_body(renderer))
+    assert renderer.update_objects(objs[0].key, [(objs[0], result(objs[0]))])
+    for obj in objs:
+        renderer.remove_group(obj.key)
+        assert renderer.objects_of(obj.key) == () and obj.key not in renderer.groups()
+    assert b'name="d1"' not in gzip.decompress(gzip_body(renderer))
