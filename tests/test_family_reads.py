@@ -139,7 +139,8 @@ def test_same_effective_conditions_holds_only_when_the_effective_conditions_are_
         variants = [replace(result, reported=tuple(result.reported)),
                     replace(result, computed=(*result.computed, Condition("Extra", Status.TRUE)))]
         for i, c in enumerate(result.computed):
-            flipped = replace(c, status=Status.FALSE if c.status is Status.TRUE else Status.TRUE)
+            flipped = Condition(c.type, Status.FALSE if c.status is Status.TRUE else Status.TRUE, c.reason,
+                                c.message, c.last_transition_time, c.observed_generation, c.severity)
             computed = (*result.computed[:i], flipped, *result.computed[i + 1:])
             variants.append(replace(result, computed=computed))
         before = [(e.condition, e.computed) for e in effective_conditions(result)]

@@ -100,8 +100,8 @@ def _flip(conditions: tuple[Condition, ...], rng: random.Random) -> tuple[Condit
     i = rng.randrange(len(conditions))
     c = conditions[i]
     status = rng.choice([s for s in Status if s is not c.status])
-    flipped = dataclasses.replace(c, status=status, reason=f"{c.reason}X"[:40],
-                                  last_transition_time=rng.choice([None, NOW - rng.randrange(1, 3600)]))
+    flipped = Condition(c.type, status, f"{c.reason}X"[:40], c.message,
+                        rng.choice([None, NOW - rng.randrange(1, 3600)]), c.observed_generation, c.severity)
     return (*conditions[:i], flipped, *conditions[i + 1:])
 
 
@@ -110,8 +110,7 @@ def _without(conditions: tuple[Condition, ...], type_: str) -> tuple[Condition, 
 
 
 def _ready_since(conditions: tuple[Condition, ...], when: float) -> tuple[Condition, ...]:
-    return tuple(dataclasses.replace(c, last_transition_time=when) if c.type == "Ready" else c
-                 for c in conditions)
+    return tuple(c.at(when) if c.type == "Ready" else c for c in conditions)
 
 
 def export_only_changes(m: Machine, rng: random.Random, now: float) -> Machine:

@@ -303,12 +303,4 @@ def _with_transition_time(
         and before.severity == c.severity
     ):
         return before
-    return Condition(
-        type=c.type,
-        status=c.status,
-        reason=c.reason,
-        message=c.message,
-        last_transition_time=when,
-        observed_generation=c.observed_generation,
-        severity=c.severity,
-    )
+    return c.at(when)

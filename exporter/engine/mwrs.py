@@ -15,7 +15,7 @@ Owns no parsing (``parse_ocm.py``) and no transition times (``evaluate.py``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from exporter.engine.conditions import (
@@ -372,7 +372,7 @@ def anchored(derived: Condition, obj: ManifestWorkReplicaSet) -> Condition:
         derived.type == PROGRESSING and derived.status is Status.FALSE
     )
     if (incomplete and bad_state) or (rolled_out.status is Status.TRUE and good_state):
-        return replace(derived, last_transition_time=rolled_out.last_transition_time)
+        return derived.at(rolled_out.last_transition_time)
     return derived
 
 

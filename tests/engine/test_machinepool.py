@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -222,15 +222,15 @@ def codes(mp: MachinePool, *objects: Base) -> dict[str, str]:
          {"InfraMachinePoolTerminalFailure": "critical"}),
         (machine_pool(failure_message="instance type not offered"), [infra_machine_pool()],
          {"InfraMachinePoolTerminalFailure": "critical"}),
-        (machine_pool(), [infra_machine_pool(v1beta1=[replace(cond("Ready", F, "ASGProvisionFailed", "quota"),
-                                                              severity="Error")])],
+        (machine_pool(), [infra_machine_pool(v1beta1=[Condition("Ready", F, "ASGProvisionFailed", "quota",
+                                                                severity="Error")])],
          {"InfraMachinePoolTerminalFailure": "critical"}),
         (machine_pool(), [infra_machine_pool(conditions=[cond("Ready", F, "WaitingForInstances")])], {}),
-        (machine_pool(v1beta1=[replace(cond("ReplicasReady", F, "WaitingForReplicasReady"),
-                                       last_transition_time=NOW - 7200)]), [infra_machine_pool()],
+        (machine_pool(v1beta1=[Condition("ReplicasReady", F, "WaitingForReplicasReady",
+                                         last_transition_time=NOW - 7200)]), [infra_machine_pool()],
          {"ReplicasNotConverging": "warning"}),
-        (machine_pool(v1beta1=[replace(cond("ReplicasReady", F, "WaitingForReplicasReady"),
-                                       last_transition_time=NOW - 300)]), [infra_machine_pool()], {}),
+        (machine_pool(v1beta1=[Condition("ReplicasReady", F, "WaitingForReplicasReady",
+                                         last_transition_time=NOW - 300)]), [infra_machine_pool()], {}),
     ],
     ids=["healthy", "infra-not-found", "infra-not-found-within-grace", "infra-gone-while-deleting",
          "infra-provider-ids-short", "machine-pool-provider-ids-short",

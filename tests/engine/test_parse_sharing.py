@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from exporter.engine import parse_fields
-from exporter.engine.model import EMPTY_MAP, BootstrapConfig, Machine, MachineSet
+from exporter.engine import model, parse_fields
+from exporter.engine.model import EMPTY_MAP, BootstrapConfig, Condition, Machine, MachineSet, Status
 from exporter.engine.parse import project
 from exporter.engine.parse_capi import NODE_INFO_KEYS
 from exporter.engine.parse_fields import recall, remember, shared_map, word
@@ -157,12 +157,33 @@ def test_key_is_built_once() -> None:
     assert a.key is a.key is a.meta.key
 
 
+def test_conditions_equal_but_for_their_time_share_the_rest() -> None:
+    ready = Condition("Ready", Status.TRUE, "Ready", "fine", 1.0, 1)
+    later = Condition("Ready", Status.TRUE, "Ready", "fine", 2.0, 1)
+    assert ready != later and ready.shape is later.shape
+    assert ready.at(2.0) == later and ready.at(2.0).shape is later.shape
+    a, b = machines()
+    assert a.conditions[0].shape is b.conditions[0].shape
+    assert Condition("Ready", Status.TRUE, "Ready", "other", 1.0, 1).shape is not ready.shape
+
+
+def test_a_condition_equals_one_built_after_the_shapes_started_over() -> None:
+    first = Condition("Ready", Status.FALSE, "NotReady", "m", 1.0, 2, "Warning")
+    model._shapes.clear()
+    again = Condition("Ready", Status.FALSE, "NotReady", "m", 1.0, 2, "Warning")
+    assert again.shape is not first.shape
+    assert again == first and hash(again) == hash(first)
+    assert again != Condition("Ready", Status.FALSE, "NotReady", "m", 1.0, 2, "Error")
+
+
 @pytest.fixture
 def small_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parse_fields, "MAX_WORDS", 4)
     monkeypatch.setattr(parse_fields, "MAX_SHARED", 4)
     monkeypatch.setattr(parse_fields, "_words", {})
     monkeypatch.setattr(parse_fields, "_shared", {})
+    monkeypatch.setattr(model, "MAX_SHAPES", 4)
+    monkeypatch.setattr(model, "_shapes", {})
 
 
 @pytest.mark.pure_python
@@ -172,8 +193,10 @@ def test_tables_are_bounded() -> None:
         assert word(f"w{i}") == f"w{i}"
         assert remember(("t", i), i) == i
         assert shared_map(["k", str(i)])["k"] == str(i)
+        assert Condition(f"T{i}", Status.TRUE).type == f"T{i}"
     assert len(parse_fields._words) <= 4
     assert len(parse_fields._shared) <= 4
+    assert len(model._shapes) <= 4
     assert recall(("t", 49)) is None or recall(("t", 49)) == 49
     assert shared_map([]) is EMPTY_MAP
 
