@@ -32,8 +32,8 @@ import exporter.app as app_module
 from exporter.app import FilteringSink, Pipeline
 from exporter.engine import evaluate as evaluate_module
 from exporter.engine import model, rule_inputs
-from exporter.engine.evaluate import evaluate_all, evaluate_group, evaluate_group_reusing
-from exporter.engine.evaluate_types import CapiGroup
+from exporter.engine.evaluate import evaluate_all, evaluate_group, evaluate_group_reusing, finish
+from exporter.engine.evaluate_types import CapiGroup, Computed
 from exporter.engine.grouping import FleetIndex, GroupKey, evaluated_alone, group_key
 from exporter.engine.model import (
     Base,
@@ -476,6 +476,17 @@ def test_a_computed_condition_keeps_its_transition_time_while_its_status_holds()
     fresh = _computed(pipeline.previous[("Machine", "ns", "m1")], "Ready")
     assert fresh is not None and fresh.last_transition_time == NOW + 600
     loop.close()
+
+
+def test_a_result_keeps_the_tuple_of_computed_conditions_it_would_copy() -> None:
+    obj = _machine()
+    first = finish(obj, Computed(conditions=(Condition("Ready", Status.FALSE, "NotReady"),)), None, NOW)
+    again = finish(obj, Computed(conditions=(Condition("Ready", Status.FALSE, "NotReady"),)), first, NOW + 60)
+    assert again.computed is first.computed  # the previous Result's: every condition is its own
+    changed = finish(obj, Computed(conditions=(Condition("Ready", Status.TRUE, "Ready"),)), first, NOW + 60)
+    assert changed.computed[0] == Condition("Ready", Status.TRUE, "Ready", "", NOW + 60)
+    timed = (Condition("Ready", Status.TRUE, "Ready", "", NOW - 5),)
+    assert finish(obj, Computed(conditions=timed), changed, NOW).computed is timed  # the rules' own
 
 
 @pytest.mark.pure_python
