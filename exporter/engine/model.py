@@ -45,7 +45,7 @@ class Status(StrEnum):
         return cls.UNKNOWN
 
 
-@dataclass(frozen=True, slots=True, eq=False)  # shared: never changed, compared by Condition
+@dataclass(frozen=True, slots=True)
 class ConditionShape:
     """A condition's fields but its transition time: the part conditions across a fleet repeat.
 
@@ -71,22 +71,34 @@ class ConditionShape:
         object.__setattr__(self, "observed_generation", observed_generation)
         object.__setattr__(self, "severity", severity)
 
+    def __eq__(self, other: object) -> bool:  # written out: see Condition.__eq__
+        if type(other) is not ConditionShape:
+            return NotImplemented
+        return (self.type == other.type and self.status == other.status and self.reason == other.reason
+                and self.message == other.message and self.observed_generation == other.observed_generation
+                and self.severity == other.severity)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.status, self.reason, self.message, self.observed_generation,
+                     self.severity))
+
 
 # Bounded as parse_fields' tables are: messages that name objects come and go with the fleet.
-# Cleared when full, a shape already taken stays valid (equality never relies on sharing).
+# Cleared when full, a shape already taken stays valid (equality never relies on sharing). Each
+# shape is its own key: a key of its own would be one more object for every distinct message.
 MAX_SHAPES: Final = 1 << 15
-_shapes: dict[tuple[str, Status, str, str, int | None, str], ConditionShape] = {}
+_shapes: dict[ConditionShape, ConditionShape] = {}
 
 
 def condition_shape(type_: str, status: Status, reason: str, message: str,
                     observed_generation: int | None, severity: str) -> ConditionShape:
     """The shared shape with these fields."""
-    key = (type_, status, reason, message, observed_generation, severity)
-    found = _shapes.get(key)
+    shape = ConditionShape(type_, status, reason, message, observed_generation, severity)
+    found = _shapes.get(shape)
     if found is None:
         if len(_shapes) >= MAX_SHAPES:
             _shapes.clear()
-        found = _shapes[key] = ConditionShape(type_, status, reason, message, observed_generation, severity)
+        _shapes[shape] = found = shape
     return found
 
 
@@ -149,15 +161,10 @@ class Condition:
             return NotImplemented
         if self.last_transition_time != other.last_transition_time:
             return False
-        a, b = self.shape, other.shape
-        return a is b or (a.type == b.type and a.status == b.status and a.reason == b.reason
-                          and a.message == b.message and a.observed_generation == b.observed_generation
-                          and a.severity == b.severity)
+        return self.shape is other.shape or self.shape == other.shape
 
     def __hash__(self) -> int:
-        s = self.shape
-        return hash((s.type, s.status, s.reason, s.message, self.last_transition_time,
-                     s.observed_generation, s.severity))
+        return hash((self.shape, self.last_transition_time))
 
     def __repr__(self) -> str:
         return (f"Condition(type={self.type!r}, status={self.status!r}, reason={self.reason!r}, "

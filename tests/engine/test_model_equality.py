@@ -17,7 +17,17 @@ from typing import Any
 
 import pytest
 
-from exporter.engine.model import Condition, Gate, Machine, Meta, OwnerRef, Ref, Result, Status
+from exporter.engine.model import (
+    Condition,
+    ConditionShape,
+    Gate,
+    Machine,
+    Meta,
+    OwnerRef,
+    Ref,
+    Result,
+    Status,
+)
 
 
 def _conditions(reason: str) -> tuple[Condition, ...]:
@@ -60,6 +70,8 @@ PAIRS: dict[type, tuple[Any, Any]] = {
         Condition("Ready", Status.TRUE, "A", "a", 1.0, 1, ""),
         Condition("Available", Status.FALSE, "B", "b", 2.0, 2, "Error"),
     ),
+    ConditionShape: (ConditionShape("Ready", Status.TRUE, "A", "a", 1, ""),
+                     ConditionShape("Available", Status.FALSE, "B", "b", 2, "Error")),
     Ref: (Ref("DockerMachine", "a", "infrastructure.cluster.x-k8s.io", "ns"),
           Ref("KubeadmConfig", "b", "bootstrap.cluster.x-k8s.io", "other")),
     Meta: (A_META, B_META),
@@ -136,7 +148,7 @@ def _finding() -> tuple[Any, ...]:
     return (Finding("Code", "message"),)
 
 
-@pytest.mark.parametrize("cls", [Condition, Ref], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [Condition, ConditionShape, Ref], ids=lambda c: c.__name__)
 def test_equal_values_hash_alike(cls: type) -> None:
     a, b = PAIRS[cls]
     assert hash(a) == hash(_replace(a))
