@@ -34,7 +34,7 @@ from exporter.engine import evaluate as evaluate_module
 from exporter.engine import model, rule_inputs
 from exporter.engine.evaluate import evaluate_all, evaluate_group, evaluate_group_reusing, finish
 from exporter.engine.evaluate_types import CapiGroup, Computed
-from exporter.engine.grouping import FleetIndex, GroupKey, evaluated_alone, group_key
+from exporter.engine.grouping import FleetIndex, GroupKey, evaluated_alone, group_key, group_projections
 from exporter.engine.model import (
     Base,
     Cluster,
@@ -581,6 +581,20 @@ def test_a_control_plane_is_evaluated_again_while_a_machine_issue_is_too_fresh_t
     available = _computed(next(r for r in fresh if r.kind == "KubeadmControlPlane"), "Available")
     assert available is not None
     assert available.message == "* 1 of 2 Machines has healthy control plane components, at least 1 required"
+
+
+def test_an_owner_keeps_its_machines_and_what_they_computed_with_no_pair_for_each() -> None:
+    kept = []
+    for group in group_projections(example_fleet()):
+        if isinstance(group, CapiGroup):
+            _, memo = evaluate_group_reusing(group, {}, NOW, None)
+            assert memo is not None
+            kept += [inputs for inputs, _, _ in memo.owners.values() if isinstance(inputs[0], MachineSet)]
+    assert any(len(inputs) > 3 for inputs in kept)
+    for inputs in kept:
+        machines, computed = inputs[3::2], inputs[4::2]
+        assert all(isinstance(m, Machine) for m in machines)
+        assert all(isinstance(c, Computed) for c in computed) and len(computed) == len(machines)
 
 
 @pytest.mark.pure_python

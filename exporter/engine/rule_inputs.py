@@ -190,7 +190,13 @@ def owner_inputs(obj: Base, view: GroupView) -> tuple[object, ...] | None:
             m.meta.creation_timestamp is not None and view.as_reported(m.key, _UP_TO_DATE) is None
         ):
             return None
-    return (obj, view.cluster, extra, *((m, view.computed(m.key)) for m in machines))
+    # Each Machine and what its rules computed, one after the other: a pair per Machine would be
+    # ~40,000 more tuples kept in the memos at 100 % of the benchmark fleet (~2 MiB).
+    inputs: list[object] = [obj, view.cluster, extra]
+    for m in machines:
+        inputs.append(m)
+        inputs.append(view.computed(m.key))
+    return tuple(inputs)
 
 
 def _unhealthy(view: GroupView, m: Machine) -> bool:
