@@ -51,7 +51,7 @@ class ConditionShape:
 
     ``Condition`` takes one from ``condition_shape``. On the benchmark fleet at 100 % (with the
     provider objects) ~400,000 conditions hold ~1,000 distinct shapes, where the transition time
-    is each object's own: sharing the shape makes a condition half the size (56 bytes, not 96).
+    is each object's own: with the shape shared, a condition is 56 bytes rather than 96.
     """
 
     type: str
@@ -114,8 +114,8 @@ class Condition:
     last_transition_time: float | None
 
     # __init__, __eq__ and __hash__ are written out on the hot value types: compiled (setup.py),
-    # these are compiled too, where the ones dataclasses generates stay interpreted (~750 ns to
-    # build a Condition, ~90 compiled) and ``==`` builds a tuple of every field per call.
+    # these are compiled too, where the ones dataclasses generates stay interpreted, and ``==``
+    # would build a tuple of every field per call (docs/performance.md has the figures).
     # tests/engine/test_model_equality.py checks that every argument is kept and compared.
     # ``object.__setattr__``, as in the generated ``__init__`` of a frozen class: the compiler
     # makes it a plain store. ``type``: the name keyword arguments use.
