@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Final
+from typing import Final, TypeVar
 
 EMPTY_MAP: Final[Mapping[str, str]] = MappingProxyType({})
 
@@ -83,9 +83,25 @@ class ConditionShape:
                      self.severity))
 
 
-# Bounded as parse_fields' tables are: messages that name objects come and go with the fleet.
-# Cleared when full, a shape already taken stays valid (equality never relies on sharing). Each
-# shape is its own key: a key of its own would be one more object for every distinct message.
+_T = TypeVar("_T")
+
+
+def one_copy(table: dict[_T, _T], value: _T, limit: int) -> _T:
+    """The copy of ``value`` that ``table`` keeps (``value`` itself the first time).
+
+    What such tables share comes and goes with the fleet (names, messages): cleared once it holds
+    ``limit`` values, a table keeps repeats alive only while they are in it, and a copy taken
+    before stays valid, as nothing relies on sharing for equality.
+    """
+    found = table.get(value)
+    if found is None:
+        if len(table) >= limit:
+            table.clear()
+        table[value] = found = value
+    return found
+
+
+# Each shape is its own key: a key of its own would be one more object per distinct message.
 MAX_SHAPES: Final = 1 << 15
 _shapes: dict[ConditionShape, ConditionShape] = {}
 
@@ -93,13 +109,8 @@ _shapes: dict[ConditionShape, ConditionShape] = {}
 def condition_shape(type_: str, status: Status, reason: str, message: str,
                     observed_generation: int | None, severity: str) -> ConditionShape:
     """The shared shape with these fields."""
-    shape = ConditionShape(type_, status, reason, message, observed_generation, severity)
-    found = _shapes.get(shape)
-    if found is None:
-        if len(_shapes) >= MAX_SHAPES:
-            _shapes.clear()
-        _shapes[shape] = found = shape
-    return found
+    return one_copy(_shapes, ConditionShape(type_, status, reason, message, observed_generation, severity),
+                    MAX_SHAPES)
 
 
 @dataclass(frozen=True, slots=True, init=False, eq=False, repr=False)

@@ -26,7 +26,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final, TypeGuard, TypeVar
 
-from exporter.engine.model import EMPTY_MAP, Condition, Gate, Ref, Status
+from exporter.engine.model import EMPTY_MAP, Condition, Gate, Ref, Status, one_copy
 
 MAX_STRING: Final = 4096  # messages can be huge (stack traces); labels and names never need more
 MAX_PROBLEMS: Final = 16
@@ -122,12 +122,7 @@ _shared: dict[Hashable, Any] = {}
 
 def word(value: str) -> str:
     """The one copy of a string that repeats across objects (types, reasons, kinds, label values)."""
-    found = _words.get(value)
-    if found is None:
-        if len(_words) >= MAX_WORDS:
-            _words.clear()
-        _words[value] = found = value
-    return found
+    return one_copy(_words, value, MAX_WORDS)
 
 
 def recall(key: Hashable) -> Any:
