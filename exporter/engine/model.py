@@ -8,6 +8,7 @@ the store and the renderer never convert; ``now`` is always passed in, never rea
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -113,6 +114,18 @@ def condition_shape(type_: str, status: Status, reason: str, message: str,
                     MAX_SHAPES)
 
 
+# A transition time that may be unset, kept as a float field (see Condition.when): NaN for none.
+_NO_TIME: Final = math.nan
+
+
+def _time_or_none(when: float) -> float | None:
+    return None if when != when else when
+
+
+def _same_time(a: float, b: float) -> bool:
+    return a == b or (a != a and b != b)  # NaN is not equal to itself
+
+
 @dataclass(frozen=True, slots=True, init=False, eq=False, repr=False)
 class Condition:
     """One condition, reported by a controller or computed by the engine (metav1 shape + v1beta1 severity).
@@ -122,7 +135,10 @@ class Condition:
     """
 
     shape: ConditionShape
-    last_transition_time: float | None
+    # The transition time, NaN for none. Compiled, a ``float`` field is stored in the object
+    # itself, where an optional one points to a float object: 24 bytes for each distinct time
+    # (~150,000 at 100 % of the benchmark fleet with the provider objects).
+    when: float
 
     # __init__, __eq__ and __hash__ are written out on the hot value types: compiled (setup.py),
     # these are compiled too, where the ones dataclasses generates stay interpreted, and ``==``
@@ -135,7 +151,11 @@ class Condition:
                  severity: str = "") -> None:
         object.__setattr__(self, "shape",
                            condition_shape(type, status, reason, message, observed_generation, severity))
-        object.__setattr__(self, "last_transition_time", last_transition_time)
+        object.__setattr__(self, "when", _NO_TIME if last_transition_time is None else last_transition_time)
+
+    @property
+    def last_transition_time(self) -> float | None:
+        return _time_or_none(self.when)
 
     @property
     def type(self) -> str:
@@ -170,11 +190,12 @@ class Condition:
     def __eq__(self, other: object) -> bool:
         if type(other) is not Condition:
             return NotImplemented
-        if self.last_transition_time != other.last_transition_time:
+        if not _same_time(self.when, other.when):
             return False
         return self.shape is other.shape or self.shape == other.shape
 
     def __hash__(self) -> int:
+        # Not of ``when``: the hash of a NaN is that of its float object, one per read.
         return hash((self.shape, self.last_transition_time))
 
     def __repr__(self) -> str:

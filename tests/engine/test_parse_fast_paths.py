@@ -26,7 +26,7 @@ def test_condition_constructor_sets_every_field() -> None:
     assert built == Condition(**values)
     assert hash(built) == hash(Condition(**values))
     with pytest.raises(FrozenInstanceError):
-        built.last_transition_time = 2.0  # type: ignore[misc]
+        built.when = 2.0  # type: ignore[misc]
     with pytest.raises(FrozenInstanceError):  # shared by every condition with these fields
         built.shape.reason = "other"  # type: ignore[misc]
 
