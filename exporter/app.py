@@ -38,7 +38,7 @@ from exporter.buildinfo import current as current_build
 from exporter.config import Config, ConfigError
 from exporter.engine.evaluate import Memo, evaluate_group_reusing
 from exporter.engine.grouping import GroupKey
-from exporter.engine.model import Base, ObjectKey, Result
+from exporter.engine.model import Base, ObjectKey, Result, is_bare
 from exporter.engine.parse import UNREADABLE_OBJECT, project
 from exporter.engine.rule_inputs import alone_reads_clock, export_only_change
 from exporter.landing import page as landing_page
@@ -202,6 +202,8 @@ class Pipeline:
         # Awaited between groups: compresses pending lines past the renderer's limit (the
         # publisher's ``relieve``), and holds the pass while they are far past it.
         self.relieve = relieve or _nothing
+        # The last Result of every object evaluated, but bare ones (``bare_result``): with none
+        # here, an object's next evaluation carries no transition time over, as from a bare one.
         self.previous: dict[ObjectKey, Result] = {}
         # Per Cluster API group, what its last evaluation leaves for the next (engine-owned data).
         self._memos: dict[GroupKey, Memo] = {}
@@ -264,7 +266,10 @@ class Pipeline:
             obj = self.store.get(result.key)
             if obj is not None:
                 items.append((obj, result))
-                self.previous[result.key] = result
+                if is_bare(result):
+                    self.previous.pop(result.key, None)
+                else:
+                    self.previous[result.key] = result
         self.renderer.update_group(key, items)
         self._let_go(key, before, now)
 

@@ -20,6 +20,7 @@ from exporter.engine.model import (
     Meta,
     Result,
     Status,
+    bare_result,
 )
 from exporter.metrics.members import rebuild
 from exporter.metrics.renderer import Rebuild, Renderer, render_fleet
@@ -544,3 +545,24 @@ def test_a_group_of_its_own_object_knows_it_without_a_tuple_of_keys():
         renderer.remove_group(obj.key)
         assert renderer.objects_of(obj.key) == () and obj.key not in renderer.groups()
     assert b'name="d1"' not in gzip.decompress(gzip_body(renderer))
+
+
+def test_a_bare_result_is_not_kept_and_one_equal_to_it_renders_nothing_again():
+    # A provider object's Result holds nothing its object does not (``model.bare_result``): the
+    # entry keeps none, and the next evaluation's equal Result changes no line.
+    renderer = Renderer()
+    obj = InfraObject(meta=Meta(kind="DockerMachine", api_version="infrastructure.cluster.x-k8s.io/v1beta2",
+                                namespace="ns", name="d1", uid="uid-d1"),
+                      cluster_name="c1", layout="v1beta2", provisioned=True,
+                      conditions=(Condition("Ready", Status.TRUE, last_transition_time=1.0),))
+    renderer.update_group(obj.key, [(obj, bare_result(obj))])
+    body, renders = gzip.decompress(gzip_body(renderer)), renderer.renders
+    assert renderer._entries[obj.key].bare is None
+    assert renderer._entries[obj.key].result == bare_result(obj)
+    renderer.update_group(obj.key, [(obj, bare_result(obj))])
+    assert renderer.renders == renders and gzip.decompress(gzip_body(renderer)) == body
+    # A Result with something computed is kept, and its lines follow it.
+    found = replace(bare_result(obj), findings=(Finding("Code", "message"),))
+    renderer.update_group(obj.key, [(obj, found)])
+    assert renderer._entries[obj.key].bare is found and renderer.renders == renders + 1
+    assert b'code="Code"' in gzip.decompress(gzip_body(renderer))

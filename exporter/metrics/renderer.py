@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from exporter.engine.model import Base, ObjectKey, Result
+from exporter.engine.model import Base, ObjectKey, Result, bare_result, is_bare
 from exporter.metrics import members
 from exporter.metrics.catalog import kind_spec, label_names
 from exporter.metrics.exposition import free_label_lines, header, label_pairs, sample_lines
@@ -107,16 +107,25 @@ class _Entry:
     A plain class for its compiled ``__init__`` (one per rendering); see ``spec.Effective``.
     """
 
-    __slots__ = ("id", "lines", "obj", "result")
+    __slots__ = ("bare", "id", "lines", "obj")
 
     def __init__(self, obj: Base, result: Result, oid: int, lines: bytes) -> None:
         self.obj = obj
-        self.result = result
+        # None for a bare Result (``evaluate.bare_result``), made again from the object when read.
+        self.bare: Result | None = None if is_bare(result) else result
         self.id = oid  # the object's id in bucket bases and pending dicts
         # ``_LINES`` records, one per family the object has lines in, packed in one bytes object:
         # four arrays per object were ~15 MB at 100 % of the benchmark fleet, and four more
         # objects per rendering for the garbage collector to traverse (bytes are not tracked).
         self.lines = lines
+
+    @property
+    def result(self) -> Result:
+        return self.bare if self.bare is not None else bare_result(self.obj)
+
+    def keep(self, obj: Base, result: Result) -> None:
+        self.obj = obj
+        self.bare = None if is_bare(result) else result
 
 
 class _Base:
@@ -278,7 +287,7 @@ class Renderer:
             entry = entries.get(key)
             # Most objects of an evaluated group are unchanged, the very same objects: skip them
             # here rather than in a call to ``_put`` each.
-            if entry is None or entry.obj is not obj or entry.result is not result:
+            if entry is None or entry.obj is not obj or entry.bare is not result:
                 self._put_contained(obj, result)
         for key in self.objects_of(group):
             if key not in fresh:
@@ -440,12 +449,13 @@ class Renderer:
             # Identity first: reused Results and untouched projections are the very same objects,
             # and a dataclass ``==`` builds and compares tuples of every field.
             same_obj = entry.obj is obj or entry.obj == obj
-            same_result = entry.result is result or entry.result == result
+            last = entry.result
+            same_result = last is result or last == result
             if same_obj and same_result:
                 # Unchanged: keep the lines rendered last time, but hold the new objects. The store
                 # and the pipeline hold those; keeping the old equal ones was a second copy of the
                 # object alive for each such update (~7,000 Results under churn at 100 %).
-                entry.obj, entry.result = obj, result
+                entry.keep(obj, result)
                 return
             # An update of a status field leaves the Result alone, an evaluation of an owner's
             # Machines leaves the owner alone: the families of the side that held keep their lines.
@@ -453,7 +463,7 @@ class Renderer:
                 # An owner whose Machines changed gets new computed conditions and counters, but
                 # where its controller reports a condition, that one is the effective one: the
                 # condition families (most of its lines) are often just what they were.
-                same_conditions = same_effective_conditions(entry.result, result)
+                same_conditions = same_effective_conditions(last, result)
                 kept = self._kept(spec, ("object", "conditions") if same_conditions else ("object",))
             elif identity_values(spec, entry.obj) == identity_values(spec, obj):
                 kept = self._kept(spec, ("result", "conditions") if same_result else ())
