@@ -118,7 +118,7 @@ def export_only_changes(m: Machine, rng: random.Random, now: float) -> Machine:
     """A change to fields no rule reads (one or several of them)."""
     options: list[Callable[[Machine], Base]] = [
         lambda o: dataclasses.replace(o, certificates_expiry=now + rng.randrange(1, 10**8)),
-        lambda o: dataclasses.replace(o, addresses=(("InternalIP", f"10.0.0.{rng.randrange(255)}"),)),
+        lambda o: dataclasses.replace(o, addresses=("InternalIP", f"10.0.0.{rng.randrange(255)}")),
         lambda o: dataclasses.replace(o, failure_domain=f"fd-{rng.randrange(9)}"),
         lambda o: dataclasses.replace(o, failure_reason=rng.choice(["", "InsufficientResources"]),
                                       failure_message=rng.choice(["", "boom"])),

@@ -46,7 +46,7 @@ def machine(name: str = "m1", *, layout: str = "v1beta2", version: str = "v1.30.
         meta=Meta(kind="Machine", api_version="cluster.x-k8s.io/v1beta2", namespace="ns", name=name,
                   uid=f"uid-{name}", creation_timestamp=1_700_000_000.0),
         cluster_name="c1", layout=layout, version=version, phase="Running", node_name=f"node-{name}",
-        addresses=(("InternalIP", "10.0.0.1"), ("Hostname", name)),
+        addresses=("InternalIP", "10.0.0.1", "Hostname", name),
     )
 
 

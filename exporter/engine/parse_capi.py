@@ -223,10 +223,10 @@ def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
         if k in NODE_INFO_KEYS:
             node_info += (k, bounded(v, 256))
     # A Machine's Node and its Hostname address are usually named after the Machine.
-    addresses = tuple(
-        (f.word_(a, "type"), _same(f.str_(a, "address"), meta.name))
-        for a in f.list_(raw, "status.addresses", 32) if isinstance(a, Mapping)
-    )
+    addresses: list[str] = []
+    for a in f.list_(raw, "status.addresses", 32):
+        if isinstance(a, Mapping):
+            addresses += (f.word_(a, "type"), _same(f.str_(a, "address"), meta.name))
     return _new_machine(
         **common,
         **_failure(raw, layout, f),
@@ -249,7 +249,7 @@ def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
                                                       "bootstrapReady"),
         node_name=_same(f.str_(raw, "status.nodeRef.name"), meta.name),
         node_info=shared_map(node_info),
-        addresses=addresses,
+        addresses=tuple(addresses),
         phase=f.word_(raw, "status.phase"),
         certificates_expiry=f.time(raw, "status.certificatesExpiryDate"),
         drain_start_time=f.time(raw, "status.deletion.nodeDrainStartTime"),

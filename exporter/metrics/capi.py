@@ -465,7 +465,9 @@ def _machine_info(o: Machine) -> tuple[str, ...]:
 
 def _addresses(s: Subject[Machine]) -> Iterable[Sample]:
     # The same address may be listed under two types; one series per distinct pair.
-    return [((address, type_), 1.0) for type_, address in dict.fromkeys(s.obj.addresses)]
+    flat = s.obj.addresses
+    pairs = zip(flat[::2], flat[1::2], strict=True)
+    return [((address, type_), 1.0) for type_, address in dict.fromkeys(pairs)]
 
 
 def _noderef(s: Subject[Machine]) -> Iterable[Sample]:

@@ -297,7 +297,7 @@ def test_machine_paths(name: str, version: str, status: dict[str, Any]) -> None:
     assert (p.node_name, p.phase, p.certificates_expiry, p.drain_start_time) == ("n1", "Running", T0_EPOCH,
                                                                                  T0_EPOCH)
     assert p.node_info["kubeletVersion"] == "v1.30.0"
-    assert p.addresses == (("InternalIP", "10.0.0.1"),)
+    assert p.addresses == ("InternalIP", "10.0.0.1")
     assert (p.version, p.provider_id, p.min_ready_seconds) == ("v1.30.0", "aws:///i-1", 5)
     assert p.readiness_gates == (Gate("APIServerPodHealthy"),)
     assert p.bootstrap_ref == Ref("KubeadmConfig", "b", "bootstrap.cluster.x-k8s.io")

@@ -80,7 +80,7 @@ def test_names_equal_to_the_object_name_share_it() -> None:
     assert a.bootstrap_ref.name is a.meta.name
     assert a.infrastructure_ref.name is a.meta.name
     assert a.node_name is a.meta.name
-    assert dict(a.addresses)["Hostname"] is a.meta.name
+    assert a.addresses[a.addresses.index("Hostname") + 1] is a.meta.name
     # A provider object is named after the Machine owning it (what its info family's owner_name reads).
     infra = project(json.loads(json.dumps({
         "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "DockerMachine",
