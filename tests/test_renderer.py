@@ -526,9 +526,10 @@ def test_a_change_of_one_field_renders_only_the_families_that_read_it(monkeypatc
     assert {"capi_machine_info", "capi_machine_created", "capi_machine_addresses"} <= set(extracted)
 
 
-def test_a_group_of_its_own_object_knows_it_without_a_tuple_of_keys():
+def test_a_group_of_its_own_object_is_known_from_its_entry_with_nothing_of_its_own():
     # Provider objects and ClusterClasses are groups of their own (group key = object key): most
-    # groups at scale. Their membership is known, a failed rendering too, without a tuple each.
+    # groups at scale. Their membership is known from the entry (or the failed rendering), with
+    # no tuple or dict entry for the group.
     renderer = Renderer()
     objs = [InfraObject(meta=Meta(kind="DockerMachine", api_version="infrastructure.cluster.x-k8s.io/v1beta2",
                                   namespace="ns", name=name, uid=f"uid-{name}"),
@@ -537,13 +538,13 @@ def test_a_group_of_its_own_object_knows_it_without_a_tuple_of_keys():
     for obj in objs:
         renderer.update_group(obj.key, [(obj, result(obj))])
         assert renderer.objects_of(obj.key) == (obj.key,)
-        assert renderer._group_objects[obj.key] is None
+        assert obj.key not in renderer._group_objects
     assert [key for key, _ in renderer.take_failed()] == [objs[1].key]
     assert b'name="d1"' in gzip.decompress(gzip_body(renderer))
     assert renderer.update_objects(objs[0].key, [(objs[0], result(objs[0]))])
     for obj in objs:
         renderer.remove_group(obj.key)
-        assert renderer.objects_of(obj.key) == () and obj.key not in renderer.groups()
+        assert renderer.objects_of(obj.key) == () and obj.key not in renderer._failing
     assert b'name="d1"' not in gzip.decompress(gzip_body(renderer))
 
 

@@ -258,10 +258,10 @@ class Renderer:
         self._families = [_Family(i) for i in range(len(self.families))]
         self._entries: dict[ObjectKey, _Entry] = {}
         self._next_id = 0
-        # The objects of each group, as a tuple: most groups are one object (a set of one: ~200 bytes).
-        # The objects of each group; None for a group whose one object's key is the group's own (a
-        # provider object, a ClusterClass: most groups at scale), ~45,000 tuples fewer at 100 %.
-        self._group_objects: dict[GroupKey, tuple[ObjectKey, ...] | None] = {}
+        # The objects of each group, as a tuple, but of the groups whose one object's key is the
+        # group's own (a provider object, a ClusterClass: most groups at scale, ~44,000 at 100 %):
+        # its entry (or its failed rendering) tells that one.
+        self._group_objects: dict[GroupKey, tuple[ObjectKey, ...]] = {}
         # Buckets with pending lines, and the bytes of those lines.
         self._dirty: dict[_Bucket, None] = {}
         self.pending_bytes = 0
@@ -292,9 +292,7 @@ class Renderer:
         for key in self.objects_of(group):
             if key not in fresh:
                 self._drop(key)
-        if len(fresh) == 1 and group in fresh:
-            self._group_objects[group] = None
-        elif fresh:
+        if fresh and not (len(fresh) == 1 and group in fresh):
             self._group_objects[group] = tuple(fresh)
         else:
             self._group_objects.pop(group, None)
@@ -321,13 +319,13 @@ class Renderer:
         failed, self._failed = self._failed, []
         return failed
 
-    def groups(self) -> list[GroupKey]:
-        return list(self._group_objects)
-
     def objects_of(self, group: GroupKey) -> tuple[ObjectKey, ...]:
         """The objects ``group`` contributes: those its last ``update_group`` gave."""
-        objects = self._group_objects.get(group, ())
-        return (group,) if objects is None else objects
+        objects = self._group_objects.get(group)
+        if objects is not None:
+            return objects
+        # A group key is an object key only for a group that is that object.
+        return (group,) if group in self._entries or group in self._failing else ()
 
     def buckets(self) -> int:
         """Non-empty buckets over all families (one gzip member each)."""
