@@ -160,6 +160,36 @@ async def test_batches_are_bounded_by_what_they_carry_as_well_as_by_the_text_the
             assert carried < text // 3 and len(batches) == 2  # split by the text they make
 
 
+async def test_a_round_installs_each_batch_as_it_comes_back_and_a_failure_gives_back_only_the_rest(
+        pub, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # Installed batch by batch, the members a batch replaces can go before the round ends.
+    monkeypatch.setattr(publisher, "BATCH_BYTES", 1)  # one batch per bucket
+    renderer = changed_renderer(every=2)
+    expected = changed_renderer(every=2).render_body()
+    dirty = list(renderer._dirty)
+    assert len(dirty) >= 4
+    old_bases = {id(b): b.base for b in dirty}
+    p = pub(renderer, process=False)
+    installed_at_start: list[int] = []
+    run = p.worker.run
+
+    async def failing_third(make, take):
+        installed_at_start.append(sum(1 for b in dirty if b.base is not old_bases[id(b)]))
+        if len(installed_at_start) == 3:
+            raise RuntimeError("boom")
+        await run(make, take)
+
+    monkeypatch.setattr(p.worker, "run", failing_third)
+    with pytest.raises(RuntimeError):
+        await p.publish()
+    assert installed_at_start == [0, 1, 2], "each batch was installed before the next one started"
+    given_back = [b for b in dirty if b.base is old_bases[id(b)]]
+    assert len(given_back) == len(dirty) - 2 and all(b.pending for b in given_back)
+    assert renderer.pending_bytes == sum(b.pending_bytes for b in dirty)
+    monkeypatch.setattr(p.worker, "run", run)
+    assert body_of(await p.publish()) == expected
+
+
 def test_the_worker_loop_answers_a_bad_batch_with_its_error_and_goes_on() -> None:
     # ids 1 and 2 with 3 bytes of lines each; id 3 joins between them, id 1 leaves
     good = [(members.gzip_member(b"abcdef"), array("Q", [1, 2]), array("I", [3, 3]), {3: b"XYZ", 1: None})]

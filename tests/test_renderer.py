@@ -272,6 +272,22 @@ def test_an_abandoned_round_gives_its_pending_lines_back_and_later_ones_win():
     assert value(body, "capi_machine_info", name="m2", version="v1.33.0") == 1
 
 
+def test_an_installed_rebuild_lets_go_of_what_it_took_and_built():
+    # A round lists its rebuilds to its end; installed ones must not keep the members they replace.
+    renderer = Renderer(bucket_bytes=2048)
+    objs = fleet(renderer, 50)
+    gzip_body(renderer)
+    renderer.update_objects(GROUP, [(replace(m, version="v1.31.0"), result(m, phase="Running"))
+                                    for m in objs])
+    first, *rest = built(renderer.take_round())
+    assert first.job()[0] and first.job()[3] and first.built is not None
+    renderer.finish_round([first])
+    assert first.built is None and first.job()[0] == b"" and not first.job()[3]
+    assert all(r.built is not None and r.job()[3] for r in rest), "the others are not installed yet"
+    renderer.finish_round(rest)
+    assert gzip.decompress(gzip_body(renderer)) == renderer.render_body()
+
+
 def test_the_heaviest_buckets_go_first():
     renderer = Renderer(bucket_bytes=2048)
     objs = fleet(renderer, 300)

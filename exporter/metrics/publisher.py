@@ -90,27 +90,36 @@ class Publisher:
             self._relief_failing = True
 
     async def _round(self, rebuilds: Sequence[Rebuild]) -> None:
-        """Build and install a round; one that fails or is cancelled gives its pending lines back."""
-        try:
-            await self._build(rebuilds)
-        except BaseException:
-            self.renderer.abandon_round(rebuilds)
-            raise
-        self.renderer.finish_round(rebuilds)
+        """Build and install a round, batch by batch (a batch's jobs are frozen: safe off the loop).
 
-    async def _build(self, rebuilds: Sequence[Rebuild]) -> None:
-        """Have every rebuild done, batch by batch (a batch's jobs are frozen: safe off the loop)."""
-        batch: list[Rebuild] = []
+        Each batch is installed as it comes back, so the members it replaces can go then rather
+        than every old member of the round living beside every new one until its end; nothing
+        lists the bases before the round ends (``publish`` lists them in the same step as the
+        last install). A round that fails or is cancelled gives the pending lines of the batches
+        not installed back.
+        """
+        installed = 0
+        try:
+            for batch in self._batches(rebuilds):
+                await self._build_batch(batch)
+                self.renderer.finish_round(batch)
+                installed += len(batch)
+        except BaseException:
+            self.renderer.abandon_round(rebuilds[installed:])
+            raise
+
+    @staticmethod
+    def _batches(rebuilds: Sequence[Rebuild]) -> list[list[Rebuild]]:
+        batches: list[list[Rebuild]] = [[]]
         size = carried = 0
         for r in rebuilds:
-            batch.append(r)
+            batches[-1].append(r)
             size += r.size
             carried += r.carried
             if size >= BATCH_BYTES or carried >= CARRIED_BYTES:
-                await self._build_batch(batch)
-                batch, size, carried = [], 0, 0
-        if batch:
-            await self._build_batch(batch)
+                batches.append([])
+                size = carried = 0
+        return [batch for batch in batches if batch]
 
     async def _build_batch(self, batch: list[Rebuild]) -> None:
         def take(built: list[Built]) -> None:

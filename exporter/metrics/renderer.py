@@ -17,9 +17,10 @@ never await, so one object's lines in every family change together. A base chang
 round, and rounds run one at a time (``exporter.metrics.publisher``): ``take_round`` (on the loop)
 takes the pending dicts of the buckets it rebuilds, leaving them empty ones, the rebuilds
 (``members.rebuild``) run anywhere, and ``finish_round`` (on the loop, in one step) installs the
-new bases. A scrape runs a round over every bucket with pending lines in its families and lists
-the bases in the same step as the install (``published``): they hold every change made before
-the round began and none made after it, and bytes are never mutated, so the scrape serves that
+new bases of some of them (the publisher installs a round batch by batch). A scrape runs a round
+over every bucket with pending lines in its families and lists the bases in the same step as the
+round's last install (``published``): they hold every change made before the round began and
+none made after it, and bytes are never mutated, so the scrape serves that
 one moment however long its client takes to read it.
 
 Containment: an object whose rendering raises (a lone surrogate in its name cannot be encoded,
@@ -218,6 +219,14 @@ class Rebuild:
     def done(self, built: members.Built) -> None:
         self.built = built
 
+    def release(self) -> None:
+        """Let go of what it took and built, once installed: the round lists it to its end."""
+        self.work = _RELEASED
+        self.built = None
+
+
+_RELEASED: members.Job = (b"", array("Q"), array("I"), {})
+
 
 @dataclass(frozen=True, slots=True)
 class Published:
@@ -365,12 +374,13 @@ class Renderer:
         return out
 
     def finish_round(self, rebuilds: Iterable[Rebuild]) -> None:
-        """Install the bases a round built (each ``Rebuild`` must be ``done``)."""
+        """Install the bases some rebuilds of a round built (each ``Rebuild`` must be ``done``)."""
         families = self._families
         for r in rebuilds:
-            assert r.built is not None, "a round is finished once every rebuild is done"
+            assert r.built is not None, "a rebuild is installed once done"
             b = r.bucket
             b.base = _Base(*r.built)
+            r.release()
             families[b.family].listed = None
 
     def abandon_round(self, rebuilds: Iterable[Rebuild]) -> None:
