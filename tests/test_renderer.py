@@ -574,12 +574,12 @@ def test_a_bare_result_is_not_kept_and_one_equal_to_it_renders_nothing_again():
                       conditions=(Condition("Ready", Status.TRUE, last_transition_time=1.0),))
     renderer.update_group(obj.key, [(obj, bare_result(obj))])
     body, renders = gzip.decompress(gzip_body(renderer)), renderer.renders
-    assert renderer._entries[obj.key].bare is None
+    assert renderer._entries[obj.key].kept is None
     assert renderer._entries[obj.key].result == bare_result(obj)
     renderer.update_group(obj.key, [(obj, bare_result(obj))])
     assert renderer.renders == renders and gzip.decompress(gzip_body(renderer)) == body
     # A Result with something computed is kept, and its lines follow it.
     found = replace(bare_result(obj), findings=(Finding("Code", "message"),))
     renderer.update_group(obj.key, [(obj, found)])
-    assert renderer._entries[obj.key].bare is found and renderer.renders == renders + 1
+    assert renderer._entries[obj.key].kept is found and renderer.renders == renders + 1
     assert b'code="Code"' in gzip.decompress(gzip_body(renderer))

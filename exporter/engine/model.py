@@ -806,7 +806,6 @@ class Result:
         return self.key[2]
 
 
-
 def bare_result(obj: Base) -> Result:
     """The Result of an object the engine computes nothing for: its identity and reported conditions.
 
@@ -814,7 +813,7 @@ def bare_result(obj: Base) -> Result:
     them among its previous Results and the renderer keeps None for one, making it again from
     the object when read: ~41,000 Results fewer at 100 % of the benchmark fleet (the provider
     objects). It is what ``evaluate.finish`` gives an object with nothing computed and no parse
-    problem (tests/engine/test_evaluate.py checks).
+    problem (tests/engine/test_bare_results.py checks).
     """
     meta = obj.meta
     reported = obj.conditions if obj.has_v1beta2_conditions else obj.v1beta1_conditions

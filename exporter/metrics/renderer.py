@@ -108,12 +108,12 @@ class _Entry:
     A plain class for its compiled ``__init__`` (one per rendering); see ``spec.Effective``.
     """
 
-    __slots__ = ("bare", "id", "lines", "obj")
+    __slots__ = ("id", "kept", "lines", "obj")
 
     def __init__(self, obj: Base, result: Result, oid: int, lines: bytes) -> None:
         self.obj = obj
-        # None for a bare Result (``evaluate.bare_result``), made again from the object when read.
-        self.bare: Result | None = None if is_bare(result) else result
+        # The Result, but None for a bare one (``model.bare_result``), made again when read.
+        self.kept: Result | None = None if is_bare(result) else result
         self.id = oid  # the object's id in bucket bases and pending dicts
         # ``_LINES`` records, one per family the object has lines in, packed in one bytes object:
         # four arrays per object were ~15 MB at 100 % of the benchmark fleet, and four more
@@ -122,11 +122,11 @@ class _Entry:
 
     @property
     def result(self) -> Result:
-        return self.bare if self.bare is not None else bare_result(self.obj)
+        return self.kept if self.kept is not None else bare_result(self.obj)
 
     def keep(self, obj: Base, result: Result) -> None:
         self.obj = obj
-        self.bare = None if is_bare(result) else result
+        self.kept = None if is_bare(result) else result
 
 
 class _Base:
@@ -296,7 +296,7 @@ class Renderer:
             entry = entries.get(key)
             # Most objects of an evaluated group are unchanged, the very same objects: skip them
             # here rather than in a call to ``_put`` each.
-            if entry is None or entry.obj is not obj or entry.bare is not result:
+            if entry is None or entry.obj is not obj or entry.kept is not result:
                 self._put_contained(obj, result)
         for key in self.objects_of(group):
             if key not in fresh:
