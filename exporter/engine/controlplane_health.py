@@ -59,7 +59,7 @@ _KCP_LEVEL_PREFIXES = ("* Control plane Node ", "* Etcd member ")
 
 def reported(obj: Base, type_: str) -> Condition | None:
     """The object's own condition: v1beta2 where it has them, else the v1beta1 one of that type."""
-    return find(obj.conditions if obj.has_v1beta2_conditions else obj.v1beta1_conditions, type_)
+    return find(obj.reported_conditions, type_)
 
 
 def component_types(kcp: KubeadmControlPlane) -> tuple[str, ...]:

@@ -230,7 +230,6 @@ def _previous(previous: Mapping[ObjectKey, Result], obj: Base) -> Result | None:
 
 def finish(obj: Base, computed: Computed, previous: Result | None, now: float) -> Result:
     """Attach identity, reported conditions and transition times to what the rules computed."""
-    reported = obj.conditions if obj.has_v1beta2_conditions else obj.v1beta1_conditions
     findings = computed.findings
     if obj.problems:
         findings = (
@@ -243,7 +242,7 @@ def finish(obj: Base, computed: Computed, previous: Result | None, now: float) -
         api_version=meta.api_version,
         uid=meta.uid,
         cluster_name=obj.cluster_name,
-        reported=reported,
+        reported=obj.reported_conditions,
         computed=_with_transition_times(computed.conditions, obj, previous, now),
         counters=computed.counters,
         phase=computed.phase,

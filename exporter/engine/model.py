@@ -389,6 +389,11 @@ class Base:
     def has_v1beta2_conditions(self) -> bool:
         return self.layout != "v1beta1"
 
+    @property
+    def reported_conditions(self) -> tuple[Condition, ...]:
+        """The object's own conditions: its v1beta2 ones, else its v1beta1 ones (a Result's ``reported``)."""
+        return self.conditions if self.has_v1beta2_conditions else self.v1beta1_conditions
+
 
 @dataclass(frozen=True, slots=True)
 class Cluster(Base):
@@ -816,8 +821,8 @@ def bare_result(obj: Base) -> Result:
     problem (tests/engine/test_bare_results.py checks).
     """
     meta = obj.meta
-    reported = obj.conditions if obj.has_v1beta2_conditions else obj.v1beta1_conditions
-    return Result(meta.key, meta.api_version, meta.uid, obj.cluster_name, reported, layout=obj.layout)
+    return Result(meta.key, meta.api_version, meta.uid, obj.cluster_name, obj.reported_conditions,
+                  layout=obj.layout)
 
 
 def is_bare(result: Result) -> bool:
