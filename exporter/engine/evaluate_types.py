@@ -11,6 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+# acyclic classes: see exporter/engine/model.py
+from mypy_extensions import mypyc_attr
+
 from exporter.engine.model import (
     Base,
     Cluster,
@@ -34,6 +37,7 @@ from exporter.engine.model import (
 )
 
 
+@mypyc_attr(acyclic=True)
 @dataclass(frozen=True, slots=True)
 class Computed:
     """What the engine computes for one object before transition times are filled in."""

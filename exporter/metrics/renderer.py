@@ -38,6 +38,9 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+# acyclic classes: see exporter/engine/model.py
+from mypy_extensions import mypyc_attr
+
 from exporter.engine.model import Base, ObjectKey, Result, bare_result, is_bare
 from exporter.metrics import members
 from exporter.metrics.catalog import kind_spec, label_names
@@ -102,6 +105,7 @@ def render_object(spec: KindSpec, index: Mapping[str, int], obj: Base, result: R
 _LINES = struct.Struct("<HIqI")
 
 
+@mypyc_attr(acyclic=True)
 class _Entry:
     """What an object was last rendered from, and where its lines are.
 
@@ -129,6 +133,7 @@ class _Entry:
         self.kept = None if is_bare(result) else result
 
 
+@mypyc_attr(acyclic=True)
 class _Base:
     """A bucket's text as one gzip member, and which objects' lines it holds, in order, how long."""
 
