@@ -36,7 +36,7 @@ from exporter import runtime, webconfig
 from exporter.batching import DEBOUNCE_SECONDS, Batcher
 from exporter.buildinfo import current as current_build
 from exporter.config import Config, ConfigError
-from exporter.engine.evaluate import Memo, evaluate_group_reusing
+from exporter.engine.evaluate import Memo, evaluate_group_reusing, memo_seeing
 from exporter.engine.grouping import GroupKey
 from exporter.engine.model import Base, ObjectKey, Result, is_bare
 from exporter.engine.parse import UNREADABLE_OBJECT, project
@@ -316,6 +316,8 @@ class Pipeline:
             items = [(obj, result) for obj, result in pairs if obj is not None and result is not None]
             if len(items) < len(keys) or not self.renderer.update_objects(group, items):
                 self.evaluate_group(group, now)
+            elif (memo := self._memos.get(group)) is not None:
+                self._memos[group] = memo_seeing(memo, [obj for obj, _ in items])
             await self.relieve()
             await time_slice.pause()
 

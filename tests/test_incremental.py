@@ -724,3 +724,44 @@ def test_an_object_that_moves_to_another_group_stays_rendered(first: Base, then:
         expected = {r.key: r for r in evaluate_all([mwrs, obj], 1_795_176_000.0)}
         assert pipeline.previous == expected
         assert set(pipeline.renderer._entries) == set(expected)
+
+
+def test_an_export_only_change_leaves_no_older_projection_in_the_memo(bench: list[Base]) -> None:
+    """The pipeline renders such a change without evaluating the group; the memo then holds the
+    stored projection, not the one it was evaluated from (which it kept alive beside it)."""
+    store = Store(export_only=export_only_change)
+    pipeline = Pipeline(store, FilteringSink(store), Renderer(), ExporterStats(), lambda _key: True)
+    pipeline.clock = lambda: NOW
+    for obj in bench:
+        store.upsert(obj)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(pipeline.run_pass(store.take_dirty(), store.take_exported()))
+    machine = next(o for o in bench if isinstance(o, Machine) and o.meta.owner_refs)
+    group = group_key(machine)
+    memo = pipeline._memos[group]
+    assert memo.machines[machine.key][0] is machine
+    assert any(machine in inputs for inputs, _, _ in memo.owners.values())
+
+    newer = dataclasses.replace(machine, certificates_expiry=NOW + 86_400)
+    store.upsert(newer)
+    assert store.take_dirty() == set()
+    loop.run_until_complete(pipeline.run_pass(set(), store.take_exported()))
+    loop.close()
+
+    memo = pipeline._memos[group]
+    assert memo.machines[machine.key][0] is newer
+    assert not any(any(x is machine for x in inputs) for inputs, _, _ in memo.owners.values())
+    assert any(any(x is newer for x in inputs) for inputs, _, _ in memo.owners.values())
+
+
+def test_a_memo_keeps_its_projection_when_the_new_one_differs_in_a_field_rules_read(
+        bench: list[Base]) -> None:
+    group = next(g for g in group_projections(bench) if isinstance(g, CapiGroup))
+    _, memo = evaluate_group_reusing(group, {}, NOW, None)
+    assert memo is not None
+    machine = next(iter(memo.machines.values()))[0]
+    assert isinstance(machine, Machine)
+    # Updated again after the store took the change as export-only: the group is dirty again.
+    renamed = dataclasses.replace(machine, node_name="another-node")
+    assert not export_only_change(machine, renamed)
+    assert evaluate_module.memo_seeing(memo, [renamed]) is memo

@@ -91,6 +91,33 @@ class Memo:
     owners: Mapping[ObjectKey, tuple[tuple[object, ...], Computed, Result]]
 
 
+def memo_seeing(memo: Memo, changed: Iterable[Base]) -> Memo:
+    """``memo`` holding the ``changed`` Machines in place of the projections it kept of them, where
+    they differ from those only in fields no rule reads (``export_only_change``).
+
+    The pipeline renders such changes without evaluating the group, so the memo kept the
+    projection it was evaluated from alive beside the store's: after minutes of the benchmark's
+    churn, an older copy of most Machines. As nothing a rule reads differs, every reuse the memo
+    allowed it still allows, and owners that held the older copy among their inputs may be reused
+    where they were computed again. Any other change (a field rules read: the group is dirty
+    again) leaves the memo as it is.
+    """
+    machines = dict(memo.machines)
+    replaced: dict[int, Base] = {}  # id of the projection kept -> the newer one
+    for obj in changed:
+        if not isinstance(obj, Machine):
+            continue
+        kept = machines.get(obj.key)
+        if kept is not None and kept[0] is not obj and export_only_change(kept[0], obj):
+            machines[obj.key] = (obj, kept[1], kept[2])
+            replaced[id(kept[0])] = obj
+    if not replaced:
+        return memo
+    owners = {key: (tuple(replaced.get(id(x), x) for x in inputs), computed, result)
+              for key, (inputs, computed, result) in memo.owners.items()}
+    return Memo(context=memo.context, machines=machines, owners=owners)
+
+
 def evaluate_group(
     group: Group, previous: Mapping[ObjectKey, Result], now: float, unreadable: Unreadable = ()
 ) -> list[Result]:
