@@ -22,14 +22,15 @@ from exporter.offload import Worker
 
 log = logging.getLogger("exporter.publisher")
 
-# Text per batch sent to the worker: ~3-4 ms of its time, ~0.12 MB of jobs out and of members
+# Text per batch sent to the worker: ~2 ms of its time, ~0.06 MB of jobs out and of members
 # back once buckets are compressed. A scrape's round waits for at most the round ahead of it.
-# Larger batches cost the worker's memory (docs/performance.md).
-BATCH_BYTES = 2 << 20
+# Larger batches cost the worker's memory: its peak, at start-up, ~17 MiB with batches of 1 MB
+# (of text and carried), ~19 with 2 MB (docs/performance.md).
+BATCH_BYTES = 1 << 20
 # Bytes a batch carries to the worker (base members and pending lines). Under churn a bucket's
 # job is its ~4 KB member and a few changed lines; the buckets filled at start-up have no member
 # yet and carry their whole text, which bounds the worker's peak.
-CARRIED_BYTES = 2 << 20
+CARRIED_BYTES = 1 << 20
 WORKER_MODULE = "exporter.metrics.members"
 # A relief round frees pending lines down to this fraction of the limit. Its new members, the
 # batches in flight and the lines and members they replace overlap until the allocator's next
