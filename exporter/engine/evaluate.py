@@ -96,11 +96,11 @@ def memo_seeing(memo: Memo, changed: Iterable[Base]) -> Memo:
     they differ from those only in fields no rule reads (``export_only_change``).
 
     The pipeline renders such changes without evaluating the group, so the memo kept the
-    projection it was evaluated from alive beside the store's: after minutes of the benchmark's
-    churn, an older copy of most Machines. As nothing a rule reads differs, every reuse the memo
-    allowed it still allows, and owners that held the older copy among their inputs may be reused
-    where they were computed again. Any other change (a field rules read: the group is dirty
-    again) leaves the memo as it is.
+    projection it was evaluated from alive beside the store's until the group's next evaluation
+    (~1,800 Machines after 10,000 changes at 100 % of the benchmark fleet). As nothing a rule
+    reads differs, every reuse the memo allowed it still allows, and owners that held the older
+    copy among their inputs may be reused where they were computed again. Any other change (a
+    field rules read: the group is dirty again) leaves the memo as it is.
     """
     machines = dict(memo.machines)
     replaced: dict[int, Base] = {}  # id of the projection kept -> the newer one
