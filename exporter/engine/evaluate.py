@@ -102,19 +102,24 @@ def memo_seeing(memo: Memo, changed: Iterable[Base]) -> Memo:
     copy among their inputs may be reused where they were computed again. Any other change (a
     field rules read: the group is dirty again) leaves the memo as it is.
     """
-    machines = dict(memo.machines)
-    replaced: dict[int, Base] = {}  # id of the projection kept -> the newer one
+    # Per change on the per-event path: nothing is copied unless a projection is replaced, and
+    # only the owners' inputs that hold a replaced one are built again.
+    replaced: dict[int, Machine] = {}  # id of the projection kept -> the newer one
     for obj in changed:
-        if not isinstance(obj, Machine):
-            continue
-        kept = machines.get(obj.key)
-        if kept is not None and kept[0] is not obj and export_only_change(kept[0], obj):
-            machines[obj.key] = (obj, kept[1], kept[2])
-            replaced[id(kept[0])] = obj
+        if isinstance(obj, Machine):
+            kept = memo.machines.get(obj.key)
+            if kept is not None and kept[0] is not obj and export_only_change(kept[0], obj):
+                replaced[id(kept[0])] = obj
     if not replaced:
         return memo
-    owners = {key: (tuple(replaced.get(id(x), x) for x in inputs), computed, result)
-              for key, (inputs, computed, result) in memo.owners.items()}
+    machines = dict(memo.machines)
+    for obj in replaced.values():
+        _, computed, result = machines[obj.key]
+        machines[obj.key] = (obj, computed, result)
+    owners = dict(memo.owners)
+    for key, (inputs, computed, result) in memo.owners.items():
+        if any(id(x) in replaced for x in inputs):
+            owners[key] = (tuple(replaced.get(id(x), x) for x in inputs), computed, result)
     return Memo(context=memo.context, machines=machines, owners=owners)
 
 
