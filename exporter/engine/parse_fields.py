@@ -26,7 +26,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final, TypeGuard, TypeVar
 
-from exporter.engine.model import EMPTY_MAP, Condition, Gate, Ref, Status, one_copy
+from exporter.engine.model import EMPTY_MAP, Condition, Gate, OneCopy, Ref, Status
 
 MAX_STRING: Final = 4096  # messages can be huge (stack traces); labels and names never need more
 MAX_PROBLEMS: Final = 16
@@ -112,17 +112,17 @@ _new_condition = frozen_builder(Condition)
 _new_ref = frozen_builder(Ref)
 
 # Not sys.intern: interned strings are immortal on some CPython versions (3.12), and names,
-# uids and messages come and go with the fleet. A plain dict keeps the repeats alive only while
-# they are in it, and its size is bounded.
-MAX_WORDS: Final = 1 << 15
+# uids and messages come and go with the fleet: a ``OneCopy`` keeps the repeats alive only while
+# they are looked up, and its size is bounded.
+MAX_WORDS: Final = 1 << 14  # per generation (OneCopy)
 MAX_SHARED: Final = 1 << 16
-_words: dict[str, str] = {}
+_words: OneCopy[str] = OneCopy(MAX_WORDS)
 _shared: dict[Hashable, Any] = {}
 
 
 def word(value: str) -> str:
     """The one copy of a string that repeats across objects (types, reasons, kinds, label values)."""
-    return one_copy(_words, value, MAX_WORDS)
+    return _words.one(value)
 
 
 def recall(key: Hashable) -> Any:
@@ -228,7 +228,7 @@ class Fields:
     def word_(self, obj: object, path: str) -> str:
         """``str_`` for a field whose values repeat across objects (kinds, phases, versions): shared."""
         value = self.str_(obj, path)
-        return (_words.get(value) or word(value)) if value else ""
+        return (_words.newer.get(value) or word(value)) if value else ""
 
     def as_str(self, value: object, path: str) -> str:
         if type(value) is str:
@@ -348,7 +348,7 @@ class Fields:
         # A Machine carries ~15 conditions and every watch event of it is read again: the common
         # case (a plain dict whose fields all have their exact types) is read here with no call
         # per field; anything else goes through _condition, which reports what is odd.
-        words, statuses, times, generation = _words, _STATUSES, _times, self._generation
+        words, statuses, times, generation = _words.newer, _STATUSES, _times, self._generation
         reusable = self._reusable
         if reusable is None and self._previous:
             reusable = self._reusable = {}
@@ -445,7 +445,7 @@ class Fields:
         type_ = raw_type if len(raw_type) <= 316 else raw_type[:316]
         # Types, reasons and messages repeat across the fleet; the decoder made a copy per object.
         # The table is read inline (a hit is the common case); word() only adds what is missing.
-        words = _words
+        words = _words.newer
         return Condition(words.get(type_) or word(type_), parsed,
                          reason and (words.get(reason) or word(reason)),
                          message and (words.get(message) or word(message)), when, generation,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from exporter.engine import model, parse_fields
-from exporter.engine.model import EMPTY_MAP, BootstrapConfig, Condition, Machine, MachineSet, Status
+from exporter.engine.model import EMPTY_MAP, BootstrapConfig, Condition, Machine, MachineSet, OneCopy, Status
 from exporter.engine.parse import project
 from exporter.engine.parse_capi import NODE_INFO_KEYS
 from exporter.engine.parse_fields import recall, remember, shared_map, word
@@ -176,14 +176,44 @@ def test_a_condition_equals_one_built_after_the_shapes_started_over() -> None:
     assert again != Condition("Ready", Status.FALSE, "NotReady", "m", 1.0, 2, "Error")
 
 
+def _fresh(text: str) -> str:
+    return "".join(list(text))  # an equal string, not the same object
+
+
+def test_a_value_still_looked_up_stays_shared_across_generations() -> None:
+    table: OneCopy[str] = OneCopy(2)
+    kept = table.one(_fresh("ready"))
+    for i in range(20):  # ten generations of other values, "ready" looked up in each
+        table.one(f"other-{i}")
+        assert table.one(_fresh("ready")) is kept
+    assert len(table) <= 2 * 2
+
+
+def test_a_value_no_longer_looked_up_is_let_go_within_two_generations() -> None:
+    table: OneCopy[str] = OneCopy(2)
+    gone = table.one(_fresh("gone"))
+    for i in range(5):  # more than two generations of others
+        table.one(f"other-{i}")
+    assert gone not in table.newer and gone not in table.older
+    again = table.one(_fresh("gone"))
+    assert again == gone and again is not gone  # a new copy; the old one is still equal
+
+
+def test_a_value_found_in_the_older_generation_moves_to_the_newer() -> None:
+    table: OneCopy[str] = OneCopy(1)
+    first = table.one(_fresh("a"))
+    table.one("b")  # "a" is now in the older generation
+    assert first in table.older
+    assert table.one(_fresh("a")) is first
+    assert first in table.newer and first not in table.older
+
+
 @pytest.fixture
 def small_tables(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parse_fields, "MAX_WORDS", 4)
     monkeypatch.setattr(parse_fields, "MAX_SHARED", 4)
-    monkeypatch.setattr(parse_fields, "_words", {})
+    monkeypatch.setattr(parse_fields, "_words", OneCopy(4))
     monkeypatch.setattr(parse_fields, "_shared", {})
-    monkeypatch.setattr(model, "MAX_SHAPES", 4)
-    monkeypatch.setattr(model, "_shapes", {})
+    monkeypatch.setattr(model, "_shapes", OneCopy(4))
 
 
 @pytest.mark.pure_python
@@ -194,9 +224,9 @@ def test_tables_are_bounded() -> None:
         assert remember(("t", i), i) == i
         assert shared_map(["k", str(i)])["k"] == str(i)
         assert Condition(f"T{i}", Status.TRUE).type == f"T{i}"
-    assert len(parse_fields._words) <= 4
+    assert len(parse_fields._words) <= 2 * 4  # two generations
     assert len(parse_fields._shared) <= 4
-    assert len(model._shapes) <= 4
+    assert len(model._shapes) <= 2 * 4
     assert recall(("t", 49)) is None or recall(("t", 49)) == 49
     assert shared_map([]) is EMPTY_MAP
 
