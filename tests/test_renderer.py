@@ -22,6 +22,7 @@ from exporter.engine.model import (
     Status,
     bare_result,
 )
+from exporter.metrics import exposition
 from exporter.metrics.members import rebuild
 from exporter.metrics.renderer import Rebuild, Renderer, render_fleet
 
@@ -583,3 +584,14 @@ def test_a_bare_result_is_not_kept_and_one_equal_to_it_renders_nothing_again():
     renderer.update_group(obj.key, [(obj, found)])
     assert renderer._entries[obj.key].kept is found and renderer.renders == renders + 1
     assert b'code="Code"' in gzip.decompress(gzip_body(renderer))
+
+
+@pytest.mark.pure_python
+def test_label_tails_of_values_unique_per_object_are_kept_in_a_small_table() -> None:
+    # An info family's values are one object's own: its tails are never used again, so what the
+    # table holds of them is bounded by its limit, and the lines stay right across each clearing.
+    names = ("node_name", "provider_id")
+    for i in range(5 * exposition._TAIL_TABLE_LIMIT):
+        text = exposition.sample_lines("capi_machine_info", 'name="m"', names, [((f"n{i}", f"p{i}"), 1.0)])
+        assert text == f'capi_machine_info{{name="m",node_name="n{i}",provider_id="p{i}"}} 1\n'
+        assert len(exposition._tables[names]) <= exposition._TAIL_TABLE_LIMIT

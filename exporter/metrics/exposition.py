@@ -19,8 +19,10 @@ Sample = tuple[tuple[str, ...], float]
 
 # Most label tails repeat across objects (`type="Ready",status="True"` and its value): they are
 # memoised per label-name tuple. Families whose values are unique per object (names, addresses)
-# would grow their table without bound, so each table is dropped when it fills up.
-_TAIL_TABLE_LIMIT: Final = 1024
+# would grow their table without bound, so each table is dropped when it fills up; small, as such
+# a table's tails are never used again, where the repeating ones number a few hundred at most
+# (condition types by status or by reason).
+_TAIL_TABLE_LIMIT: Final = 256
 _MAX_TABLES: Final = 512
 # 'a="x",b="y"', the same closed with value 0, with value 1; of variable length so that the
 # compiled build keeps one object per table entry (see engine.model.ObjectKey)
