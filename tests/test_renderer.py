@@ -587,7 +587,7 @@ def test_a_bare_result_is_not_kept_and_one_equal_to_it_renders_nothing_again():
 
 
 @pytest.mark.pure_python
-def test_label_tails_of_values_unique_per_object_are_kept_in_a_small_table() -> None:
+def test_label_tails_of_values_unique_per_object_are_kept_in_a_bounded_table() -> None:
     # An info family's values are one object's own: its tails are never used again, so what the
     # table holds of them is bounded by its limit, and the lines stay right across each clearing.
     names = ("node_name", "provider_id")

@@ -177,7 +177,9 @@ def test_a_condition_equals_one_built_after_the_shapes_started_over() -> None:
 
 
 def _fresh(text: str) -> str:
-    return "".join(list(text))  # an equal string, not the same object
+    copy = "".join(list(text))  # an equal string, not the same object (for two characters or more)
+    assert copy is not text
+    return copy
 
 
 def test_a_value_still_looked_up_stays_shared_across_generations() -> None:
@@ -201,10 +203,10 @@ def test_a_value_no_longer_looked_up_is_let_go_within_two_generations() -> None:
 
 def test_a_value_found_in_the_older_generation_moves_to_the_newer() -> None:
     table: OneCopy[str] = OneCopy(1)
-    first = table.one(_fresh("a"))
-    table.one("b")  # "a" is now in the older generation
+    first = table.one(_fresh("alpha"))
+    table.one("beta")  # "alpha" is now in the older generation
     assert first in table.older
-    assert table.one(_fresh("a")) is first
+    assert table.one(_fresh("alpha")) is first
     assert first in table.newer and first not in table.older
 
 
