@@ -131,7 +131,7 @@ class OneCopy(Generic[_T]):
 # Under churn most new shapes are owners' messages naming the Machines they wait for, each in use
 # a short while: what the table keeps beyond the shapes in use is memory held for nothing, so its
 # generations are small (a few thousand shapes are in use at 100 % of the benchmark fleet).
-MAX_SHAPES: Final = 1 << 12
+MAX_SHAPES: Final = 1 << 12  # per generation (OneCopy)
 _shapes: OneCopy[ConditionShape] = OneCopy(MAX_SHAPES)
 
 
