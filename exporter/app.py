@@ -458,6 +458,7 @@ def serve(config: Config) -> int:
         log.warning(message)
     libc = runtime.glibc()
     runtime.configure_malloc(libc)  # before any thread exists
+    runtime.configure_switching()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     code = 0

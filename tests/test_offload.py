@@ -182,8 +182,14 @@ async def test_a_round_installs_each_batch_as_it_comes_back_and_a_failure_gives_
     monkeypatch.setattr(p.worker, "run", failing_third)
     with pytest.raises(RuntimeError):
         await p.publish()
-    assert installed_at_start == [0, 1, 2], "each batch was installed before the next one started"
+    # The next batch is started while one is exchanged (it waits at the worker's pipe), so each
+    # start finds every batch before it installed but the one in flight, if it is still out (the
+    # one after the failing third may have started too: it is not installed).
+    first_three = installed_at_start[:3]
+    assert len(first_three) == 3 and len(installed_at_start) <= 4
+    assert all(k - 1 <= n <= k for k, n in enumerate(first_three)), installed_at_start
     given_back = [b for b in dirty if b.base is old_bases[id(b)]]
+    # The batch in flight when the third failed came back and was installed; nothing after it.
     assert len(given_back) == len(dirty) - 2 and all(b.pending for b in given_back)
     assert renderer.pending_bytes == sum(b.pending_bytes for b in dirty)
     monkeypatch.setattr(p.worker, "run", run)

@@ -100,12 +100,24 @@ class Publisher:
         not installed back.
         """
         installed = 0
+        batches = self._batches(rebuilds)
+        ahead: asyncio.Future[None] | None = None
         try:
-            for batch in self._batches(rebuilds):
-                await self._build_batch(batch)
+            for i, batch in enumerate(batches):
+                current = ahead or asyncio.ensure_future(self._build_batch(batch))
+                # The next batch waits at the worker's pipe while this one is exchanged: the worker
+                # goes on to it at once, not after a trip through the loop, which takes a few ms
+                # while an evaluation pass runs (about as long as the worker takes for a batch).
+                ahead = None
+                if i + 1 < len(batches):
+                    ahead = asyncio.ensure_future(self._build_batch(batches[i + 1]))
+                await current
                 self.renderer.finish_round(batch)
                 installed += len(batch)
         except BaseException:
+            if ahead is not None:
+                ahead.cancel()  # its thread finishes the exchange; what it built is not installed
+                ahead.add_done_callback(_retrieved)
             self.renderer.abandon_round(rebuilds[installed:])
             raise
 
@@ -128,3 +140,9 @@ class Publisher:
                 r.done(b)
 
         await self.worker.run(lambda: [r.job() for r in batch], take)
+
+
+def _retrieved(future: asyncio.Future[None]) -> None:
+    """Mark the outcome of a batch built ahead of a failed round as seen (it is not used)."""
+    if not future.cancelled():
+        future.exception()
