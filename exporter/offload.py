@@ -5,8 +5,9 @@ Owns ``Worker``: it runs a batch function in a child process (``python -m <modul
 does not answer within ``REPLY_SECONDS`` (stopped, swapped out, wedged), in a thread of this
 process (logged once; a worker that timed out is killed), trying a new process again after
 ``RETRY_SECONDS``. A thread must take the GIL back after every call that released it, and waits
-a switch interval each time the loop thread is busy; a process has no GIL to share, and a batch
-costs this process a few GIL hand-offs rather than a few per item. A batch never waits more than
+a switch interval each time the loop thread is busy (``runtime.configure_switching`` keeps it
+short); a process has no GIL to share, and a batch costs this process a few GIL hand-offs rather
+than a few per item. A batch never waits more than
 ``REPLY_SECONDS`` for another batch's exchange either: it runs in a thread instead. Batches run on
 the worker's own threads, never the loop's default executor, so a stuck exchange cannot starve
 the files source or anything else that uses it.

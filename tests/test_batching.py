@@ -117,3 +117,27 @@ async def test_the_evaluation_loop_waits_out_a_burst_then_evaluates_once(
         assert ("Cluster", namespace, name) not in pipeline.previous
     finally:
         loop.cancel()
+
+
+async def test_a_held_pass_starts_within_a_quiet_step_of_the_burst_s_end(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A debounce of 0.5 s: waiting for a whole debounce measured quiet would take 0.5-1 s after
+    # the end; the first look without any change, QUIET_STEP_SECONDS later, ends the wait.
+    batcher = Batcher(debounce=0.5, busy_rate=1_000, max_wait=10.0)
+    changes = Changes(per_tick=50)
+    pouring = asyncio.create_task(changes.pour())
+    ended: list[float] = []
+
+    async def end_burst() -> None:
+        await asyncio.sleep(0.7)  # past the first debounce: the wait is extended by then
+        changes.busy = False
+        ended.append(time.monotonic())
+
+    ender = asyncio.create_task(end_burst())
+    await asyncio.wait_for(_timed_wait(batcher, changes), timeout=5.0)
+    after_end = time.monotonic() - ended[0]
+    await ender
+    await pouring
+    assert _held_back(caplog)
+    assert after_end < 0.25, after_end

@@ -96,8 +96,9 @@ class Publisher:
         Each batch is installed as it comes back, so the members it replaces can go then rather
         than every old member of the round living beside every new one until its end; nothing
         lists the bases before the round ends (``publish`` lists them in the same step as the
-        last install). A round that fails or is cancelled gives the pending lines of the batches
-        not installed back.
+        last install). The next batch is started while one is exchanged, so the worker goes on to
+        it at once; a round that fails or is cancelled gives the pending lines of the batches not
+        installed back (one built ahead is not installed).
         """
         installed = 0
         batches = self._batches(rebuilds)
