@@ -21,7 +21,7 @@ settings", with and without each), and a test fails when it stops paying:
    uses cost +2.7 MiB and ~30 ms. Tests: a package's ``__init__`` runs only when asked for a name
    (tests/test_runtime.py); connecting loads no generated module (tests/test_kube_source_units.py).
 4. The GIL's switch interval (``configure_switching``). A thread asking for the GIL waits one
-   interval, then makes the holder give it up, unless the GIL changed hands meanwhile, which
+   interval, then makes the holder give it up, unless the GIL was let go meanwhile, which
    restarts the wait. The loop thread lets the GIL go at each time slice (its ``select``) and
    takes it straight back, so with the default 5 ms, longer than the 2 ms slice, a thread waits
    as long as the loop stays busy: the one exchanging a batch with the compression worker needs
