@@ -7,10 +7,10 @@ process (logged once; a worker that timed out is killed), trying a new process a
 ``RETRY_SECONDS``. A thread must take the GIL back after every call that released it, and waits
 a switch interval each time the loop thread is busy (``runtime.configure_switching`` keeps it
 short); a process has no GIL to share, and a batch costs this process a few GIL hand-offs rather
-than a few per item. A batch never waits more than
-``REPLY_SECONDS`` for another batch's exchange either: it runs in a thread instead. Batches run on
-the worker's own threads, never the loop's default executor, so a stuck exchange cannot starve
-the files source or anything else that uses it.
+than a few per item. A batch never waits more than ``REPLY_SECONDS`` for another batch's
+exchange either: it runs in a thread instead. Batches run on the worker's own threads, never the
+loop's default executor, so a stuck exchange cannot starve the files source or anything else
+that uses it.
 
 Owns no knowledge of the work: the caller gives the module the child runs, the function a thread
 runs instead, and for each batch a callable that makes its input and one that takes its output.
