@@ -105,13 +105,12 @@ class Publisher:
         ahead: asyncio.Future[None] | None = None
         try:
             for i, batch in enumerate(batches):
-                current = ahead or asyncio.ensure_future(self._build_batch(batch))
+                current = ahead if ahead is not None else asyncio.ensure_future(self._build_batch(batch))
                 # The next batch waits at the worker's pipe while this one is exchanged: the worker
                 # goes on to it at once, not after a trip through the loop, which takes a few ms
                 # while an evaluation pass runs (about as long as the worker takes for a batch).
-                ahead = None
-                if i + 1 < len(batches):
-                    ahead = asyncio.ensure_future(self._build_batch(batches[i + 1]))
+                after = batches[i + 1] if i + 1 < len(batches) else None
+                ahead = asyncio.ensure_future(self._build_batch(after)) if after is not None else None
                 await current
                 self.renderer.finish_round(batch)
                 installed += len(batch)
