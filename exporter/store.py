@@ -103,6 +103,20 @@ class Store:
         accepts, if given."""
         return [g for g in self._index.group_keys(alone_if) if self._keep(g)]
 
+    # The same a part at a time (``all_groups`` is ``shared_groups`` and ``alone_groups`` of each
+    # kind), for a caller that lets others run between the parts.
+
+    def shared_groups(self) -> list[GroupKey]:
+        """The groups this shard keeps that are not a single object evaluated alone."""
+        return [g for g in self._index.shared_group_keys() if self._keep(g)]
+
+    def alone_groups(self, kind: str, alone_if: Callable[[Base], bool] | None = None) -> list[GroupKey]:
+        """The objects of ``kind`` this shard keeps that are evaluated alone (those ``alone_if`` accepts)."""
+        return [g for g in self._index.alone_keys(kind, alone_if) if self._keep(g)]
+
+    def kinds(self) -> list[str]:
+        return self._index.kinds()
+
     def get(self, key: ObjectKey) -> Base | None:
         return self._index.get(key)
 

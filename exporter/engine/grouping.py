@@ -161,9 +161,23 @@ class FleetIndex:
 
     def group_keys(self, alone_if: Callable[[Base], bool] | None = None) -> list[GroupKey]:
         """Every group; of the objects evaluated alone, only those ``alone_if`` accepts, if given."""
-        alone = [o.key for objects in self._by_kind.values() for o in objects.values()
-                 if evaluated_alone(o) and (alone_if is None or alone_if(o))]
-        return [k for k in self._group_objects if k[0] != "none"] + alone
+        alone = [k for kind in list(self._by_kind) for k in self.alone_keys(kind, alone_if)]
+        return self.shared_group_keys() + alone
+
+    def shared_group_keys(self) -> list[GroupKey]:
+        """The groups that are not a single object evaluated alone (Cluster API, MWRS groups)."""
+        return [k for k in self._group_objects if k[0] != "none"]
+
+    def alone_keys(self, kind: str, alone_if: Callable[[Base], bool] | None = None) -> list[GroupKey]:
+        """The objects of ``kind`` evaluated alone (only those ``alone_if`` accepts, if given): each
+        is its own group."""
+        objects = self._by_kind.get(kind)
+        if objects is None:
+            return []
+        return [o.key for o in objects.values() if evaluated_alone(o) and (alone_if is None or alone_if(o))]
+
+    def kinds(self) -> list[str]:
+        return list(self._by_kind)
 
     def _dependents(self, obj: Base) -> set[GroupKey]:
         ns, name = obj.meta.namespace, obj.meta.name
