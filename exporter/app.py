@@ -159,7 +159,7 @@ class Rotation:
         """Whether ``take`` at ``now`` begins a round, and so needs the groups there are."""
         return self._last is not None and not self._queue and now >= self._next_round
 
-    def take(self, now: float, all_groups: Iterable[GroupKey] = ()) -> set[GroupKey]:
+    def take(self, now: float, all_groups: Iterable[GroupKey]) -> set[GroupKey]:
         """The groups due by ``now`` (monotonic seconds); ``all_groups`` is read when a round begins."""
         last, self._last = self._last, now
         if last is None:
