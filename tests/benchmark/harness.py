@@ -431,6 +431,7 @@ class Run:
         raw: list[Scrape] = []
         gz: list[Scrape] = []
         t0 = time.monotonic()
+        started_unix = time.time()
         end = t0 + self.o.churn_minutes * 60
         sampler = asyncio.create_task(_sample_rss(pid, t0, rss))
         use_gzip = False
@@ -476,6 +477,12 @@ class Run:
             "slowest_stalls_during_scrapes": probes.slowest_during(records, windows),
             "stall_any_s": max((r[1] for r in records), default=float("nan")),
             "rss_samples_mib": rss,
+            # (seconds into the churn, seconds to the headers, seconds in all), slowest first: the
+            # body was built when the headers left, the rest is the write. The wall clock of the
+            # churn's start lines them up with the exporter's log.
+            "slowest_gzip_scrapes": [(s.start - t0, s.headers - s.start, s.seconds)
+                                     for s in sorted(gz, key=lambda s: -s.seconds)[:5]],
+            "churn_started_unix": started_unix,
         }
         self.result["memory_after_churn_mib"] = probes.memory_mib(pid)
         await asyncio.sleep(2.0)  # the last changes' watch events are in flight
