@@ -134,6 +134,26 @@ async def test_quiet_resources_rewatch_at_the_server_deadline_silently(
     await env.converged(source)
 
 
+async def test_a_quiet_resource_is_not_relisted_when_other_resources_fill_the_history(tmp_path: Path) -> None:
+    # The API server keeps a history per resource (a watch cache each): however many Clusters
+    # change, the Machines' history still reaches back to their list, and they re-watch from it.
+    env = await make_env(tmp_path, history_limit=5)
+    try:
+        env.api.install(*CAPI_TYPES, *OCM_TYPES)
+        small_fleet(env)
+        source = await env.start_source()
+        await env.converged(source)
+        lists, watches = env.api.count("list", "Machine"), env.api.count("watch", "Machine")
+        for i in range(20):
+            env.api.create(obj("Cluster", f"busy{i}"))
+        await eventually(lambda: env.api.count("watch", "Machine") >= watches + 2, what="Machines re-watched")
+        await env.converged(source)
+        assert env.api.count("list", "Machine") == lists
+        assert source.stats.resources["machines.cluster.x-k8s.io"].relists == {}
+    finally:
+        await env.close()
+
+
 async def test_namespace_scoping_replaces_only_its_namespace(env: SourceEnv) -> None:
     for ns in ("ns1", "ns2", "other"):
         env.api.create(obj("Machine", "m", ns=ns))

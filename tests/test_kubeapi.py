@@ -13,6 +13,7 @@ import pytest
 from tests.kubeapi import CAPI_TYPES, OCM_TYPES, FakeKubeAPI, load_manifests
 
 MACHINES = "/apis/cluster.x-k8s.io/v1beta2/namespaces/ns1/machines"
+CLUSTERS = "/apis/cluster.x-k8s.io/v1beta2/namespaces/ns1/clusters"
 
 
 def machine(name: str, ns: str = "ns1", **labels: str) -> dict[str, Any]:
@@ -183,6 +184,25 @@ async def test_history_limit_compacts_old_events() -> None:
             params = {"watch": "true", "resourceVersion": str(api.store.rv - 2), "timeoutSeconds": "1"}
             async with http.get(MACHINES, params=params) as resp:
                 assert len(await read_events(resp, 2)) == 2
+
+
+async def test_a_watch_expires_only_when_its_own_resources_events_left_the_history() -> None:
+    # A real API server keeps a watch cache per resource: a watch from an old version expires when
+    # that resource's history no longer reaches back to it, however many other resources changed.
+    async with FakeKubeAPI(history_limit=2) as api:
+        api.install(*CAPI_TYPES)
+        start = api.store.rv
+        for i in range(4):
+            api.create(machine(f"m{i}"))
+        async with aiohttp.ClientSession(api.url) as http:
+            assert (await get(http, MACHINES, watch="true", resourceVersion=start))[0] == 410
+            params = {"watch": "true", "resourceVersion": str(start), "timeoutSeconds": "1"}
+            async with http.get(CLUSTERS, params=params) as resp:
+                assert resp.status == 200
+                assert await resp.read() == b""  # no ERROR event: nothing of Clusters was forgotten
+            api.compact()  # compaction forgets every resource's history
+            status, _ = await get(http, CLUSTERS, watch="true", resourceVersion=start)
+            assert status == 410
 
 
 async def test_faults_errors_stalls_and_drops(api: FakeKubeAPI, http: aiohttp.ClientSession) -> None:

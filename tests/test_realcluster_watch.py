@@ -227,12 +227,16 @@ async def test_a_quiet_resource_is_rewatched_at_the_server_deadline_without_reli
     real: Real, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Nobody writes ManagedClusters: the real server sends no bookmark (etcd's progress
-    notification comes every 10 minutes), and the watch stays open until its timeoutSeconds."""
+    notification comes every 10 minutes), and the watch stays open until its timeoutSeconds. Its
+    watch cache is the ManagedClusters' own: Clusters changing meanwhile do not expire it (what
+    the fake's history must model too)."""
     caplog.set_level(logging.DEBUG, logger="exporter.sources")
     real.cluster.create(managed_cluster("quiet"))
     # Scaled down from the defaults (watches of 5-10 minutes, bookmarks only with writes).
     loop = dataclasses.replace(REAL, watch_timeout=(3.0, 3.0), watch_grace=1.0)
     source = await real.start(loop)
+    for i in range(20):
+        real.cluster.create(capi_cluster(f"busy{i}"))
     await asyncio.sleep(12)
     stats = source.stats.resources[MANAGED]
     assert stats.relists == {}

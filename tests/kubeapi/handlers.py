@@ -243,7 +243,7 @@ class HandlersMixin:
             initial = [(t, o) for t, o in initial if w.translate_initial(o)]
         elif rv not in ("", "0"):
             try:
-                events = self.store.events_after(_int_rv(rv))
+                events = self.store.events_after(rt.key, _int_rv(rv))
             except ApiError as e:
                 if e.code != 410 or not self.expired_watch_as_event:
                     raise

@@ -2,13 +2,14 @@
 
 Owns the HTTP surface: discovery (``/apis``, ``/apis/<group>``, ``/apis/<group>/<version>``), list
 (labelSelector, limit/continue, resourceVersion + resourceVersionMatch), watch (from a
-resourceVersion over the bounded history, 410 when too old, BOOKMARKs, ERROR events,
-timeoutSeconds), simple create/update/delete over HTTP, a request log, and fault injection driven
-by the test: error statuses for a while (with Retry-After), stalled or dropped watch streams,
-in-stream errors, compaction, expired continue tokens, the whole server going down and coming back
-on the same port, and a restart whose watch cache answers 429 while it initialises. Bearer tokens
-can be checked (``accept_tokens``): any other Authorization answers 401, as a real server answers
-an expired or revoked token; every Authorization header received is recorded.
+resourceVersion over the bounded history, 410 once that resource's events since were dropped,
+BOOKMARKs, ERROR events, timeoutSeconds), simple create/update/delete over HTTP, a request log,
+and fault injection driven by the test: error statuses for a while (with Retry-After), stalled or
+dropped watch streams, in-stream errors, compaction, expired continue tokens, the whole server
+going down and coming back on the same port, and a restart whose watch cache answers 429 while it
+initialises. Bearer tokens can be checked (``accept_tokens``): any other Authorization answers
+401, as a real server answers an expired or revoked token; every Authorization header received is
+recorded.
 
 Bookmarks follow a real API server's watch cache: each resource has a cache resourceVersion that
 moves with that resource's own writes, or with etcd's progress notification

@@ -176,7 +176,12 @@ class ObjectStore:
 
     history_limit: int = 10_000
     rv: int = 1000
-    floor: int = 1000  # a watch from RV < floor is too old (its events were compacted away)
+    floor: int = 1000  # a list or continue token from RV < floor is too old (events were dropped)
+    # Watches expire per resource, as a real server's watch cache per resource has it: from RV < a
+    # resource's floor (the newest of its events the bounded history dropped, or a compaction),
+    # that resource's changes since can no longer be replayed; other resources' writes do not move it.
+    compacted: int = 1000
+    watch_floors: dict[ResKey, int] = field(default_factory=dict)
     objects: dict[ResKey, dict[tuple[str, str], Obj]] = field(default_factory=dict)
     history: deque[Event] = field(default_factory=deque)
     snapshots: dict[str, Snapshot] = field(default_factory=dict)
@@ -190,7 +195,8 @@ class ObjectStore:
     def _record(self, event: Event) -> None:
         self.history.append(event)
         while len(self.history) > self.history_limit:
-            self.floor = self.history.popleft().rv
+            dropped = self.history.popleft()
+            self.floor = self.watch_floors[dropped.res] = dropped.rv
         for listener in list(self.listeners):
             listener(event)
 
@@ -248,7 +254,7 @@ class ObjectStore:
     def compact(self) -> None:
         """Forget every event so far: watches from any older RV now get 410."""
         self.history.clear()
-        self.floor = self.rv
+        self.floor = self.compacted = self.rv
         self.snapshots.clear()
 
     # ---- reads ----
@@ -271,11 +277,12 @@ class ObjectStore:
                     current[key] = ev.prev
         return [current[k] for k in sorted(current)]
 
-    def events_after(self, rv: int) -> list[Event]:
-        """History events newer than ``rv``; raises 410 when some of them were compacted."""
-        if rv < self.floor:
-            raise ApiError(410, "Expired", f"too old resource version: {rv} ({self.floor})")
-        return [ev for ev in self.history if ev.rv > rv]
+    def events_after(self, res: ResKey, rv: int) -> list[Event]:
+        """The resource's history events newer than ``rv``; raises 410 when some of them were dropped."""
+        floor = max(self.compacted, self.watch_floors.get(res, 0))
+        if rv < floor:
+            raise ApiError(410, "Expired", f"too old resource version: {rv} ({floor})")
+        return [ev for ev in self.history if ev.rv > rv and ev.res == res]
 
     def save_snapshot(self, rv: int, rest: list[Obj]) -> str:
         token = f"c{next(self._ids)}-{rv}"
