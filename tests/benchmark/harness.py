@@ -244,6 +244,7 @@ class Run:
         await self._wait_idle(pid, 5.0)
         passes0 = await self._passes(session)
         cpu0 = probes.cpu_seconds(pid)
+        ticks0 = probes.machine_ticks()
         with Profiler(pid, self.dir / "profile-burst.txt", self.o.profile):
             b = await self.control_post(session, "/burst", {"n": self.o.burst})
             changes = (await self.control_get(session, f"/changes?since={b['first_index']}"))["changes"]
@@ -257,7 +258,7 @@ class Run:
                 seen = probes.markers(s.text())
                 visible = sum(1 for key, marker in latest.items() if seen.get(key, -1) >= marker)
                 if visible == len(latest) or s.start - b["end"] > self.o.burst_limit:
-                    done, cpu1 = s.headers, probes.cpu_seconds(pid)
+                    done, cpu1, ticks1 = s.headers, probes.cpu_seconds(pid), probes.machine_ticks()
                     break
                 await asyncio.sleep(max(s.start + BURST_POLL_SECONDS - time.monotonic(), 0))
         passes1 = await self._passes(session)
@@ -271,6 +272,7 @@ class Run:
             "changes": self.o.burst,
             "events": b["events"],
             "api_emit_seconds": b["end"] - b["start"],
+            "cpu_stolen_share": probes.stolen_share(ticks0, ticks1),
             "processing_seconds": processing,
             "events_per_second": events / processing,
             "cpu_seconds": cpu1 - cpu0,
@@ -432,6 +434,7 @@ class Run:
         gz: list[Scrape] = []
         t0 = time.monotonic()
         started_unix = time.time()
+        ticks0 = probes.machine_ticks()
         end = t0 + self.o.churn_minutes * 60
         sampler = asyncio.create_task(_sample_rss(pid, t0, rss))
         use_gzip = False
@@ -449,6 +452,7 @@ class Run:
         watcher.cancel()
         family_polls: list[float] = await watcher  # it returns its poll times when cancelled
         stopped = await self.control_post(session, "/churn/stop", {})
+        ticks1 = probes.machine_ticks()
         records = probe.stop()
         profiler.__exit__()
         if self.o.profile:
@@ -483,6 +487,7 @@ class Run:
             "slowest_gzip_scrapes": [(s.start - t0, s.headers - s.start, s.seconds)
                                      for s in sorted(gz, key=lambda s: -s.seconds)[:5]],
             "churn_started_unix": started_unix,
+            "cpu_stolen_share": probes.stolen_share(ticks0, ticks1),
         }
         self.result["memory_after_churn_mib"] = probes.memory_mib(pid)
         await asyncio.sleep(2.0)  # the last changes' watch events are in flight

@@ -130,6 +130,24 @@ def cpu_seconds(pid: int, descendants: bool = True) -> float:
     return total
 
 
+def machine_ticks() -> tuple[int, int]:
+    """(ticks stolen by the hypervisor, all ticks) of every CPU so far, from /proc/stat (0, 0 elsewhere).
+
+    On a virtual machine the host may run other guests on the cores this one counts as busy: the
+    share stolen over a phase tells a slow run of the machine from a slow run of the exporter.
+    """
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return fields[7], sum(fields[:8])  # user nice system idle iowait irq softirq steal
+    return 0, 0
+
+
+def stolen_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the machine's CPU time the hypervisor took between two ``machine_ticks``."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else float("nan")
+
+
 # ---- scrapes ----------------------------------------------------------------------------------
 
 

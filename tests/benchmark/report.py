@@ -96,6 +96,13 @@ def _pair_mib(r: Result) -> str | None:
     return f"{mem[0]['exporter_VmRSS']:.0f} / {peak:.0f} MiB"
 
 
+def _stolen(r: Result) -> str | None:
+    shares = [r.get(phase, {}).get("cpu_stolen_share") for phase in ("burst", "churn")]
+    if all(share is None for share in shares):
+        return None
+    return " / ".join("-" if share is None else f"{share:.1%}" for share in shares)
+
+
 ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("objects in the API", lambda r: r.get("objects_in_api"), "{:,}"),
     ("objects served", lambda r: r.get("objects_served"), "{:,}"),
@@ -124,6 +131,9 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("scrape speed-up vs prometheus_client", lambda r: r.get("speedup"), "{:.0f}x"),
     ("burst: events processed per second", lambda r: r.get("events_per_second"), "{:,.0f}"),
     ("burst: exporter CPU per event", lambda r: r.get("burst", {}).get("cpu_us_per_event"), "{:.0f} us"),
+    ("  (API server's time to make the changes)", lambda r: r.get("burst", {}).get("api_emit_seconds"),
+     "{:.2f} s"),
+    ("  (CPU stolen by the host, burst / churn)", _stolen, "{}"),
     ("  (evaluation passes / group evaluations)", lambda r: _pair(r.get("burst", {}), "passes",
                                                                   "group_evaluations", "{:,.0f}"), "{}"),
     ("paced: exporter CPU per event", lambda r: r.get("paced", {}).get("cpu_us_per_event"), "{:.0f} us"),
