@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Collection, Sequence
 
 from exporter.metrics import members
@@ -22,14 +23,17 @@ from exporter.offload import Worker
 
 log = logging.getLogger("exporter.publisher")
 
-# Text per batch sent to the worker: ~2 ms of its time, ~0.06 MB of jobs out and of members
-# back once buckets are compressed. A scrape's round waits for at most the round ahead of it.
-# Larger batches cost the worker's memory: its peak, at start-up, ~17 MiB with batches of 1 MB
-# (of text and carried), ~19 with 2 MB (docs/performance.md).
-BATCH_BYTES = 1 << 20
+# Text per batch sent to the worker: ~5 ms of its time, ~0.25 MB of jobs out and of members
+# back once buckets are compressed. Each batch costs the thread exchanging it a few waits for the
+# GIL and the round a trip through the loop, both long while the loop is busy: under churn at
+# 100 % a scrape's round over ~220 MB of changed buckets took 3.2-3.6 s with batches of 1 MB and
+# one batch ahead against a loop busy without pause, 0.8 s with 4 MB and three ahead
+# (docs/performance.md). A scrape's round waits for at most the round ahead of it.
+BATCH_BYTES = 4 << 20
 # Bytes a batch carries to the worker (base members and pending lines). Under churn a bucket's
 # job is its ~4 KB member and a few changed lines; the buckets filled at start-up have no member
-# yet and carry their whole text, which bounds the worker's peak.
+# yet and carry their whole text, so this bounds their batches, and the worker's peak with them:
+# ~17 MiB with 1 MB, ~19 with 2 MB.
 CARRIED_BYTES = 1 << 20
 WORKER_MODULE = "exporter.metrics.members"
 # A relief round frees pending lines down to this fraction of the limit. Its new members, the
@@ -37,6 +41,9 @@ WORKER_MODULE = "exporter.metrics.members"
 # trim: rounds freeing half the limit raised the peak RSS under churn ~10 MiB over rounds of a
 # quarter (docs/performance.md).
 RELIEF_DOWN_TO = (3, 4)
+# Batches of a round started at once (the worker's threads, ``offload.THREADS``, exchange them one
+# at a time): the one the round waits for and those queued behind it at the worker's pipe.
+IN_FLIGHT = 4
 
 
 class Publisher:
@@ -102,20 +109,21 @@ class Publisher:
         """
         installed = 0
         batches = self._batches(rebuilds)
-        ahead: asyncio.Future[None] | None = None
+        in_flight: deque[asyncio.Future[None]] = deque()
+        started = 0
         try:
-            for i, batch in enumerate(batches):
-                current = ahead if ahead is not None else asyncio.ensure_future(self._build_batch(batch))
-                # The next batch waits at the worker's pipe while this one is exchanged: the worker
-                # goes on to it at once, not after a trip through the loop, which takes a few ms
-                # while an evaluation pass runs (about as long as the worker takes for a batch).
-                after = batches[i + 1] if i + 1 < len(batches) else None
-                ahead = asyncio.ensure_future(self._build_batch(after)) if after is not None else None
-                await current
+            for batch in batches:
+                # The batches after this one wait at the worker's pipe while it is exchanged: the
+                # worker goes on to them at once, not after a trip through the loop, which takes a
+                # few ms while an evaluation pass runs (about as long as the worker takes for a batch).
+                while started < len(batches) and len(in_flight) < IN_FLIGHT:
+                    in_flight.append(asyncio.ensure_future(self._build_batch(batches[started])))
+                    started += 1
+                await in_flight.popleft()
                 self.renderer.finish_round(batch)
                 installed += len(batch)
         except BaseException:
-            if ahead is not None:
+            for ahead in in_flight:
                 ahead.cancel()  # its thread finishes the exchange; what it built is not installed
                 ahead.add_done_callback(_retrieved)
             self.renderer.abandon_round(rebuilds[installed:])
