@@ -239,7 +239,7 @@ class Run:
         exporter's CPU going idle is not the end: at fleet size the once-a-minute re-evaluation of
         time-dependent rules keeps it just above any idle threshold for most of a minute.
         """
-        assert self.exporter is not None
+        assert self.exporter is not None and self.api is not None
         pid = self.exporter.pid
         await self._wait_idle(pid, 5.0)
         passes0 = await self._passes(session)
@@ -247,6 +247,8 @@ class Run:
         ticks0 = probes.machine_ticks()
         with Profiler(pid, self.dir / "profile-burst.txt", self.o.profile):
             b = await self.control_post(session, "/burst", {"n": self.o.burst})
+            # The API server's CPU from here on is its streaming of the events (encoding, writing).
+            api_cpu0 = probes.cpu_seconds(self.api.pid)
             changes = (await self.control_get(session, f"/changes?since={b['first_index']}"))["changes"]
             latest: dict[tuple[str, str], int] = {}
             for c in changes:
@@ -259,6 +261,7 @@ class Run:
                 visible = sum(1 for key, marker in latest.items() if seen.get(key, -1) >= marker)
                 if visible == len(latest) or s.start - b["end"] > self.o.burst_limit:
                     done, cpu1, ticks1 = s.headers, probes.cpu_seconds(pid), probes.machine_ticks()
+                    api_cpu1 = probes.cpu_seconds(self.api.pid)
                     break
                 await asyncio.sleep(max(s.start + BURST_POLL_SECONDS - time.monotonic(), 0))
         passes1 = await self._passes(session)
@@ -272,6 +275,7 @@ class Run:
             "changes": self.o.burst,
             "events": b["events"],
             "api_emit_seconds": b["end"] - b["start"],
+            "api_stream_cpu_seconds": api_cpu1 - api_cpu0,
             "cpu_stolen_share": probes.stolen_share(ticks0, ticks1),
             "processing_seconds": processing,
             "events_per_second": events / processing,

@@ -133,6 +133,8 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("burst: exporter CPU per event", lambda r: r.get("burst", {}).get("cpu_us_per_event"), "{:.0f} us"),
     ("  (API server's time to make the changes)", lambda r: r.get("burst", {}).get("api_emit_seconds"),
      "{:.2f} s"),
+    ("  (API server's CPU while it streams them)",
+     lambda r: r.get("burst", {}).get("api_stream_cpu_seconds"), "{:.2f} s"),
     ("  (CPU stolen by the host, burst / churn)", _stolen, "{}"),
     ("  (evaluation passes / group evaluations)", lambda r: _pair(r.get("burst", {}), "passes",
                                                                   "group_evaluations", "{:,.0f}"), "{}"),
