@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from tests.kubeapi import CAPI_TYPES, OCM_TYPES, FakeKubeAPI, load_manifests
 
@@ -193,6 +194,32 @@ async def test_history_limit_expires_a_watch_once_its_own_resources_events_were_
             api.compact()  # compaction forgets every resource's history
             status, _ = await get(http, CLUSTERS, watch="true", resourceVersion=start)
             assert status == 410
+
+
+async def test_a_backlog_of_events_goes_out_in_one_write_before_the_stream_closes(
+    api: FakeKubeAPI, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes: list[int] = []
+    write = web.StreamResponse.write
+
+    async def counted(self: web.StreamResponse, data: Any) -> None:
+        writes.append(len(data))
+        await write(self, data)
+
+    monkeypatch.setattr(web.StreamResponse, "write", counted)
+    params = {"watch": "true", "resourceVersion": str(api.store.rv)}
+    async with http.get(MACHINES, params=params) as resp:
+        await asyncio.sleep(0.01)
+        writes.clear()
+        for i in range(20):
+            api.create(machine(f"m{i}"))
+        # Past 64 bits, which orjson refuses: the standard library's encoder writes it.
+        api.update({**machine("m0"), "spec": {"clusterName": "c1", "replicas": 2**70}})
+        api.close_watches()
+        events = await read_events(resp, 22)
+    assert [e["object"]["metadata"]["name"] for e in events] == [f"m{i}" for i in range(20)] + ["m0"]
+    assert events[-1]["object"]["spec"]["replicas"] == 2**70
+    assert len(writes) == 1
 
 
 async def test_faults_errors_stalls_and_drops(api: FakeKubeAPI, http: aiohttp.ClientSession) -> None:

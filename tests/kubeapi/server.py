@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ import yaml
 from aiohttp import web
 
 from tests.kubeapi.catalog import CRD_TYPE, crd_object, split_api_version, type_for, types_for_objects
-from tests.kubeapi.handlers import HandlersMixin
+from tests.kubeapi.handlers import HandlersMixin, dumps
 from tests.kubeapi.schema import Schema, prune_and_default, version_schemas
 from tests.kubeapi.state import ApiError, Event, Obj, ObjectStore, ResourceType, labels_of
 
@@ -481,7 +480,7 @@ class FakeKubeAPI(HandlersMixin):
     @staticmethod
     def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
         return web.Response(
-            body=json.dumps(body).encode(), status=status, content_type="application/json", headers=headers
+            body=dumps(body), status=status, content_type="application/json", headers=headers
         )
 
 
