@@ -30,9 +30,11 @@ pytest: deps build tools
 	$(PURE) $(BIN)/python -m pytest
 
 # The package installed in place, its engine and metrics compiled next to their sources (~1 min).
+# After `deps`, which installs the package as sources with the tools: a sources install after this
+# one would leave the extensions without the mapping to their shared module at the root.
 build: $(VENV)/.built
 
-$(VENV)/.built: pyproject.toml setup.py $(COMPILED_SOURCES) | build-deps
+$(VENV)/.built: pyproject.toml setup.py $(COMPILED_SOURCES) $(VENV)/.deps-installed | build-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e .
 	touch $@
