@@ -243,7 +243,7 @@ class Run:
         pid = self.exporter.pid
         await self._wait_idle(pid, 5.0)
         passes0 = await self._passes(session)
-        cpu0 = probes.cpu_seconds(pid)
+        cpu0, own_cpu0 = probes.cpu_seconds(pid), probes.cpu_seconds(pid, descendants=False)
         ticks0 = probes.machine_ticks()
         with Profiler(pid, self.dir / "profile-burst.txt", self.o.profile):
             b = await self.control_post(session, "/burst", {"n": self.o.burst})
@@ -261,6 +261,7 @@ class Run:
                 visible = sum(1 for key, marker in latest.items() if seen.get(key, -1) >= marker)
                 if visible == len(latest) or s.start - b["end"] > self.o.burst_limit:
                     done, cpu1, ticks1 = s.headers, probes.cpu_seconds(pid), probes.machine_ticks()
+                    own_cpu1 = probes.cpu_seconds(pid, descendants=False)
                     api_cpu1 = probes.cpu_seconds(self.api.pid)
                     break
                 await asyncio.sleep(max(s.start + BURST_POLL_SECONDS - time.monotonic(), 0))
@@ -281,6 +282,8 @@ class Run:
             "events_per_second": events / processing,
             "cpu_seconds": cpu1 - cpu0,
             "cpu_us_per_event": (cpu1 - cpu0) / max(events, 1) * 1e6,
+            # Of that CPU, the compression worker's (the exporter's descendants).
+            "worker_cpu_seconds": (cpu1 - cpu0) - (own_cpu1 - own_cpu0),
             "not_visible_after": len(latest) - visible,
             "complete": complete,
             # Evaluation passes and group evaluations from before the burst to its end (the

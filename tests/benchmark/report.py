@@ -131,6 +131,8 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("scrape speed-up vs prometheus_client", lambda r: r.get("speedup"), "{:.0f}x"),
     ("burst: events processed per second", lambda r: r.get("events_per_second"), "{:,.0f}"),
     ("burst: exporter CPU per event", lambda r: r.get("burst", {}).get("cpu_us_per_event"), "{:.0f} us"),
+    ("  (the compression worker's CPU in the burst)",
+     lambda r: r.get("burst", {}).get("worker_cpu_seconds"), "{:.2f} s"),
     ("  (API server's time to make the changes)", lambda r: r.get("burst", {}).get("api_emit_seconds"),
      "{:.2f} s"),
     ("  (API server's CPU while it streams them)",
