@@ -31,6 +31,21 @@ def test_a_stopped_process_spends_no_cpu_and_continues_after() -> None:
         busy.wait()
 
 
+def test_the_main_threads_cpu_leaves_out_the_other_threads() -> None:
+    # The burst's "event loop's CPU": a process whose second thread spins while its main one sleeps.
+    code = ("import threading, time\n"
+            "def spin():\n    while True: pass\n"
+            "threading.Thread(target=spin, daemon=True).start()\ntime.sleep(60)")
+    busy = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(1.0)
+        assert probes.cpu_seconds(busy.pid, descendants=False) > 0.5
+        assert probes.main_thread_cpu_seconds(busy.pid) < 0.2
+    finally:
+        busy.kill()
+        busy.wait()
+
+
 def ksm_record(exporter: list[float], ksm: list[float]) -> dict[str, object]:
     return {
         "rate": 300.0,

@@ -244,6 +244,7 @@ class Run:
         await self._wait_idle(pid, 5.0)
         passes0 = await self._passes(session)
         cpu0, own_cpu0 = probes.cpu_seconds(pid), probes.cpu_seconds(pid, descendants=False)
+        loop_cpu0 = probes.main_thread_cpu_seconds(pid)
         ticks0 = probes.machine_ticks()
         with Profiler(pid, self.dir / "profile-burst.txt", self.o.profile):
             b = await self.control_post(session, "/burst", {"n": self.o.burst})
@@ -262,6 +263,7 @@ class Run:
                 if visible == len(latest) or s.start - b["end"] > self.o.burst_limit:
                     done, cpu1, ticks1 = s.headers, probes.cpu_seconds(pid), probes.machine_ticks()
                     own_cpu1 = probes.cpu_seconds(pid, descendants=False)
+                    loop_cpu1 = probes.main_thread_cpu_seconds(pid)
                     api_cpu1 = probes.cpu_seconds(self.api.pid)
                     break
                 await asyncio.sleep(max(s.start + BURST_POLL_SECONDS - time.monotonic(), 0))
@@ -284,6 +286,9 @@ class Run:
             "cpu_us_per_event": (cpu1 - cpu0) / max(events, 1) * 1e6,
             # Of that CPU, the compression worker's (the exporter's descendants).
             "worker_cpu_seconds": (cpu1 - cpu0) - (own_cpu1 - own_cpu0),
+            # Of the exporter's own, its event loop's (the rest: the threads exchanging batches
+            # with the worker).
+            "loop_cpu_seconds": loop_cpu1 - loop_cpu0,
             "not_visible_after": len(latest) - visible,
             "complete": complete,
             # Evaluation passes and group evaluations from before the burst to its end (the

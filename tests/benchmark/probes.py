@@ -124,10 +124,20 @@ def cpu_seconds(pid: int, descendants: bool = True) -> float:
     """User + system CPU time of ``pid`` and (unless not ``descendants``) its living descendants so far."""
     total = 0.0
     for p in process_tree(pid) if descendants else [pid]:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+        total += _stat_cpu(Path(f"/proc/{p}/stat"))
     return total
+
+
+def main_thread_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of the main thread of ``pid`` alone (the exporter's event loop)."""
+    return _stat_cpu(Path(f"/proc/{pid}/task/{pid}/stat"))
+
+
+def _stat_cpu(stat: Path) -> float:
+    with contextlib.suppress(OSError):
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return 0.0
 
 
 def machine_ticks() -> tuple[int, int]:

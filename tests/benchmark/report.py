@@ -133,6 +133,8 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("burst: exporter CPU per event", lambda r: r.get("burst", {}).get("cpu_us_per_event"), "{:.0f} us"),
     ("  (the compression worker's CPU in the burst)",
      lambda r: r.get("burst", {}).get("worker_cpu_seconds"), "{:.2f} s"),
+    ("  (the event loop's CPU in the burst)",
+     lambda r: r.get("burst", {}).get("loop_cpu_seconds"), "{:.2f} s"),
     ("  (API server's time to make the changes)", lambda r: r.get("burst", {}).get("api_emit_seconds"),
      "{:.2f} s"),
     ("  (API server's CPU while it streams them)",
