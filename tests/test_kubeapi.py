@@ -196,17 +196,23 @@ async def test_history_limit_expires_a_watch_once_its_own_resources_events_were_
             assert status == 410
 
 
-async def test_a_backlog_of_events_goes_out_in_one_write_before_the_stream_closes(
-    api: FakeKubeAPI, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    writes: list[int] = []
+@pytest.fixture
+def writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the fake's writes to its responses, in order."""
+    sizes: list[int] = []
     write = web.StreamResponse.write
 
     async def counted(self: web.StreamResponse, data: Any) -> None:
-        writes.append(len(data))
+        sizes.append(len(data))
         await write(self, data)
 
     monkeypatch.setattr(web.StreamResponse, "write", counted)
+    return sizes
+
+
+async def test_a_backlog_of_events_goes_out_in_one_write_before_the_stream_closes(
+    api: FakeKubeAPI, http: aiohttp.ClientSession, writes: list[int]
+) -> None:
     params = {"watch": "true", "resourceVersion": str(api.store.rv)}
     async with http.get(MACHINES, params=params) as resp:
         await asyncio.sleep(0.01)
@@ -223,19 +229,11 @@ async def test_a_backlog_of_events_goes_out_in_one_write_before_the_stream_close
 
 
 async def test_a_large_backlog_goes_out_as_it_is_encoded_not_after_the_last_event(
-    api: FakeKubeAPI, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+    api: FakeKubeAPI, http: aiohttp.ClientSession, writes: list[int]
 ) -> None:
     # A real server's watch handler encodes each event into its response writer, whose buffer
     # goes to the connection whenever it fills; only the flush waits for an empty channel. Held
     # back to the end, a burst of 10,000 benchmark Machines reached the client ~0.3 s late.
-    writes: list[int] = []
-    write = web.StreamResponse.write
-
-    async def counted(self: web.StreamResponse, data: Any) -> None:
-        writes.append(len(data))
-        await write(self, data)
-
-    monkeypatch.setattr(web.StreamResponse, "write", counted)
     params = {"watch": "true", "resourceVersion": str(api.store.rv)}
     padding = {"metadata": {"annotations": {"pad": "x" * 2000}}}
     async with http.get(MACHINES, params=params) as resp:
