@@ -3,7 +3,7 @@
 Running kube-state-metrics needs ``make ksm-tool``, which CI does not build; what it reads from the
 fake API server is checked against the real server in tests/test_realcluster_watch.py. Here: a
 process is really stopped while the other one is measured, and the table and the budget verdicts
-say what the streams measured.
+say what the streams measured; the machine reference every run takes counts CPU, not waiting.
 """
 
 from __future__ import annotations
@@ -44,6 +44,27 @@ def test_the_main_threads_cpu_leaves_out_the_other_threads() -> None:
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_the_machine_reference_is_the_cpu_its_workload_spends_not_its_wall_time() -> None:
+    def waits() -> None:
+        time.sleep(0.2)
+
+    def spins() -> None:
+        until = time.process_time() + 0.1
+        while time.process_time() < until:
+            pass
+
+    assert probes.reference_cpu_seconds(repeat=2, workload=waits) < 0.05
+    assert 0.1 <= probes.reference_cpu_seconds(repeat=2, workload=spins) < 0.2
+    assert probes.reference_workload(100) == probes.reference_workload(100) > 0  # fixed work
+
+
+def test_the_table_shows_the_machine_reference_before_and_after_the_run() -> None:
+    results = [{"scale": 100, "mode": "quick", "reference_cpu_seconds": [0.2014, 0.3125]}]
+    report.derive(results)
+    row = next(line for line in report.table(results).splitlines() if line.startswith("machine reference"))
+    assert "0.201 s / 0.312 s" in row
 
 
 def ksm_record(exporter: list[float], ksm: list[float]) -> dict[str, object]:

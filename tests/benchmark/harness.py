@@ -514,6 +514,8 @@ class Run:
         self.result["churn"]["full_body_missing"] = final.older_than(s.start)
 
     async def run(self) -> dict[str, Any]:
+        # Before anything else runs and after everything stopped: the machine's speed (probes).
+        self.result["reference_cpu_seconds"] = [probes.reference_cpu_seconds()]
         info = self.start_api()
         try:
             async with probes.client_session() as session:
@@ -536,6 +538,7 @@ class Run:
                     await self.churn(session)
         finally:
             self.stop()
+            self.result["reference_cpu_seconds"].append(probes.reference_cpu_seconds())
         return self.result
 
 

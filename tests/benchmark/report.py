@@ -103,7 +103,13 @@ def _stolen(r: Result) -> str | None:
     return " / ".join("-" if share is None else f"{share:.1%}" for share in shares)
 
 
+def _reference(r: Result) -> str | None:
+    seconds = r.get("reference_cpu_seconds")
+    return " / ".join(f"{s:.3f} s" for s in seconds) if seconds else None
+
+
 ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
+    ("machine reference: CPU of a fixed Python workload, before / after", _reference, "{}"),
     ("objects in the API", lambda r: r.get("objects_in_api"), "{:,}"),
     ("objects served", lambda r: r.get("objects_served"), "{:,}"),
     ("series served", lambda r: r.get("series"), "{:,}"),
