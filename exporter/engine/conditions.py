@@ -12,7 +12,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Final
+
+from mypy_extensions import mypyc_attr
 
 from exporter.engine.model import Condition, Status
 from exporter.engine.vocabulary import (
@@ -38,6 +40,10 @@ class Priority(IntEnum):
     ISSUE = 0
     UNKNOWN = 1
     INFO = 2
+
+
+# By value, without calling the enum class: an interpreted call per aggregate, compiled or not.
+_BY_VALUE: Final = (Priority.ISSUE, Priority.UNKNOWN, Priority.INFO)
 
 
 def priority(c: Condition, negative: bool = False) -> Priority:
@@ -185,17 +191,24 @@ def summary(
     )
 
 
-class Participant(NamedTuple):
-    """One object taking part in an aggregation, with its condition of the aggregated type.
-
-    A named tuple rather than a frozen dataclass: owners build one per Machine per aggregate on
-    every evaluation, and a tuple is several times cheaper to make.
-    """
+@mypyc_attr(acyclic=True)
+@dataclass(frozen=True, slots=True)
+class Participant:
+    """One object taking part in an aggregation, with its condition of the aggregated type."""
 
     kind: str
     name: str
     condition: Condition | None
     control_plane: bool = False
+
+    def __init__(self, kind: str, name: str, condition: Condition | None,
+                 control_plane: bool = False) -> None:
+        # written out (see model.Condition.__init__): owners build one per Machine per aggregate
+        # on every evaluation
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "condition", condition)
+        object.__setattr__(self, "control_plane", control_plane)
 
 
 def shown_names(names: Sequence[str], limit: int = MAX_LISTED_NAMES) -> str:
@@ -255,7 +268,7 @@ def aggregate(
         if p < worst_value:
             worst_value = p
         rated.append((m, c, p))
-    worst = Priority(worst_value)
+    worst = _BY_VALUE[worst_value]
     status = merged_status(worst, target_negative)
     if worst is Priority.INFO and not any(c.message for _, c, _ in rated):
         # The common healthy case: nothing to list, so no grouping and no sorting.

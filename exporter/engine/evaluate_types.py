@@ -15,6 +15,7 @@ from types import MappingProxyType
 from mypy_extensions import mypyc_attr
 
 from exporter.engine.model import (
+    NO_COUNTERS,
     Base,
     Cluster,
     ClusterClass,
@@ -46,6 +47,15 @@ class Computed:
     counters: Mapping[str, int | None] = field(default_factory=no_counters)
     phase: str | None = None
     findings: tuple[Finding, ...] = ()
+
+    def __init__(self, conditions: tuple[Condition, ...] = (),
+                 counters: Mapping[str, int | None] | None = None, phase: str | None = None,
+                 findings: tuple[Finding, ...] = ()) -> None:
+        # written out (see model.Condition.__init__): every rule returns one per object evaluated
+        object.__setattr__(self, "conditions", conditions)
+        object.__setattr__(self, "counters", NO_COUNTERS if counters is None else counters)
+        object.__setattr__(self, "phase", phase)
+        object.__setattr__(self, "findings", findings)
 
     def condition(self, type_: str) -> Condition | None:
         for c in self.conditions:  # a plain loop: rules call this hundreds of times per group
@@ -162,8 +172,9 @@ class GroupView:
         computed = self._computed.get(key)
         return computed.condition(type_) if computed is not None else None
 
-    def _reported_by_type(self, key: ObjectKey) -> Mapping[str, Condition]:
-        # Rules look conditions up hundreds of times per group: index each object's once.
+    def _reported_by_type(self, key: ObjectKey) -> dict[str, Condition]:
+        # Rules look conditions up hundreds of times per group: index each object's once (a dict,
+        # not a Mapping: compiled, a dict's get is a direct call).
         found = self._reported.get(key)
         if found is None:
             obj = self._objects.get(key)

@@ -487,6 +487,53 @@ class Machine(Base):
     # An in-place update is in progress: upstream's annotation, or its UpdateMachine hook pending.
     update_in_progress: bool = False
 
+    def __init__(self, meta: Meta, cluster_name: str = "", conditions: tuple[Condition, ...] = (),
+                 v1beta1_conditions: tuple[Condition, ...] = (), layout: str = "v1beta2",
+                 observed_generation: int | None = None, paused_annotation: bool = False,
+                 problems: tuple[str, ...] = (), control_plane: bool = False,
+                 control_plane_name: str = "", deployment_name: str = "", set_name: str = "",
+                 pool_name: str = "", version: str = "", provider_id: str = "", failure_domain: str = "",
+                 min_ready_seconds: int = 0, readiness_gates: tuple[Gate, ...] = (),
+                 bootstrap_ref: Ref | None = None, infrastructure_ref: Ref | None = None,
+                 infrastructure_provisioned: bool | None = None,
+                 bootstrap_data_secret_created: bool | None = None, node_name: str = "",
+                 node_info: Mapping[str, str] = EMPTY_MAP, addresses: tuple[str, ...] = (),
+                 phase: str = "", certificates_expiry: float | None = None,
+                 drain_start_time: float | None = None, failure_reason: str = "", failure_message: str = "",
+                 update_in_progress: bool = False) -> None:
+        # written out (see Condition.__init__): every watch event of a Machine builds one
+        object.__setattr__(self, "meta", meta)
+        object.__setattr__(self, "cluster_name", cluster_name)
+        object.__setattr__(self, "conditions", conditions)
+        object.__setattr__(self, "v1beta1_conditions", v1beta1_conditions)
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "observed_generation", observed_generation)
+        object.__setattr__(self, "paused_annotation", paused_annotation)
+        object.__setattr__(self, "problems", problems)
+        object.__setattr__(self, "control_plane", control_plane)
+        object.__setattr__(self, "control_plane_name", control_plane_name)
+        object.__setattr__(self, "deployment_name", deployment_name)
+        object.__setattr__(self, "set_name", set_name)
+        object.__setattr__(self, "pool_name", pool_name)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "provider_id", provider_id)
+        object.__setattr__(self, "failure_domain", failure_domain)
+        object.__setattr__(self, "min_ready_seconds", min_ready_seconds)
+        object.__setattr__(self, "readiness_gates", readiness_gates)
+        object.__setattr__(self, "bootstrap_ref", bootstrap_ref)
+        object.__setattr__(self, "infrastructure_ref", infrastructure_ref)
+        object.__setattr__(self, "infrastructure_provisioned", infrastructure_provisioned)
+        object.__setattr__(self, "bootstrap_data_secret_created", bootstrap_data_secret_created)
+        object.__setattr__(self, "node_name", node_name)
+        object.__setattr__(self, "node_info", node_info)
+        object.__setattr__(self, "addresses", addresses)
+        object.__setattr__(self, "phase", phase)
+        object.__setattr__(self, "certificates_expiry", certificates_expiry)
+        object.__setattr__(self, "drain_start_time", drain_start_time)
+        object.__setattr__(self, "failure_reason", failure_reason)
+        object.__setattr__(self, "failure_message", failure_message)
+        object.__setattr__(self, "update_in_progress", update_in_progress)
+
     def __eq__(self, other: object) -> bool:  # written out: see Condition.__eq__
         if type(other) is not Machine:
             return NotImplemented

@@ -69,7 +69,7 @@ from exporter.engine.parse_fields import (
     MAX_STRING,
     Fields,
     bounded,
-    frozen_builder,
+    is_map,
     recall,
     remember,
     shared_map,
@@ -175,7 +175,7 @@ def _group(meta: Meta) -> str:
 def project_unguarded(raw: Mapping[str, Any], previous: Base | None = None,
                       selection: MetadataSelection = NO_SELECTION) -> Base | None:
     """``project`` without its guard: raises what a reader raises (tests call it to see bugs)."""
-    if not isinstance(raw, Mapping):
+    if not is_map(raw):
         return None
     reusable = (previous.conditions, previous.v1beta1_conditions) if previous is not None else ()
     fields = Fields(previous=reusable)
@@ -218,9 +218,6 @@ def in_group(group: str, provider_group: str) -> bool:
 # ---- metadata every kind shares ---------------------------------------------------------------
 
 
-_new_meta = frozen_builder(Meta)  # one per projected object
-
-
 def _meta(raw: Mapping[str, Any], f: Fields, selection: MetadataSelection,
           previous: Meta | None = None) -> Meta | None:
     """The object's metadata; ``previous`` itself when equal (see below)."""
@@ -250,7 +247,7 @@ def _meta(raw: Mapping[str, Any], f: Fields, selection: MetadataSelection,
             exported_annotations = _selected(raw_annotations, keys)
     namespace = f.str_(raw, "metadata.namespace")
     # resourceVersion is not kept: nothing downstream reads it, and it is unique per object.
-    meta = _new_meta(
+    meta = Meta(
         kind=word(kind),
         api_version=f.word_(raw, "apiVersion"),
         namespace=word(namespace) if namespace else "",
@@ -292,7 +289,7 @@ def _owner_refs(f: Fields, raw: object) -> tuple[OwnerRef, ...]:
     # infrastructure object and bootstrap config share one tuple.
     fields: list[Any] = ["owners"]
     for item in items:
-        if not isinstance(item, Mapping):
+        if not is_map(item):
             f.problem("metadata.ownerReferences[]", "object", item)
             continue
         name = f.str_(item, "name")

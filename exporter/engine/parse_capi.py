@@ -38,7 +38,7 @@ from exporter.engine.parse_fields import (
     MAX_LIST,
     Fields,
     bounded,
-    frozen_builder,
+    is_map,
     recall,
     remember,
     shared_map,
@@ -209,9 +209,6 @@ def _cluster_class(raw: Mapping[str, Any], meta: Meta, f: Fields) -> ClusterClas
     return ClusterClass(**_common(raw, meta, f), availability_gates=f.gates(raw, "spec.availabilityGates"))
 
 
-_new_machine = frozen_builder(Machine)  # every watch event of a Machine builds one
-
-
 def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
     common = _common(raw, meta, f, v1beta1_read=MACHINE_V1BETA1_READ)
     layout = common["layout"]
@@ -225,9 +222,9 @@ def _machine(raw: Mapping[str, Any], meta: Meta, f: Fields) -> Machine:
     # A Machine's Node and its Hostname address are usually named after the Machine.
     addresses: list[str] = []
     for a in f.list_(raw, "status.addresses", 32):
-        if isinstance(a, Mapping):
+        if is_map(a):
             addresses += (f.word_(a, "type"), _same(f.str_(a, "address"), meta.name))
-    return _new_machine(
+    return Machine(
         **common,
         **_failure(raw, layout, f),
         control_plane="cluster.x-k8s.io/control-plane" in labels,

@@ -11,17 +11,12 @@ one instance of each equal immutable value (label maps, owner references, counte
 gives every object its own copies, and a fleet's projections are mostly such repeats. Both tables
 are bounded and simply start over when full: sharing saves memory, nothing depends on it.
 Decoded RFC3339 times are kept the same way, to save decoding them again.
-
-``frozen_builder`` makes the constructors the readers build frozen value types with where the
-class's ``__init__`` is the one dataclasses generates (Machine): the same instances, cheaper.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import MISSING
-from dataclasses import fields as dataclass_fields
+from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final, TypeGuard, TypeVar
@@ -41,75 +36,6 @@ _MISSING: Final = object()
 _STATUSES: Final = {"True": Status.TRUE, "False": Status.FALSE, "Unknown": Status.UNKNOWN}
 
 _T = TypeVar("_T")
-
-
-def frozen_builder(cls: type[_T]) -> Callable[..., _T]:
-    """A constructor of the frozen slots dataclass ``cls``, same signature and same instances as
-    ``cls(...)``, at about half the cost.
-
-    A frozen dataclass's ``__init__`` sets every field through ``object.__setattr__`` (a generic
-    attribute lookup per field); this one calls each slot's descriptor directly. Projections are
-    built once per watch event, a Machine's with ~30 fields and ~15 Conditions, so it is worth it.
-    Built from ``dataclasses.fields`` like ``__init__`` itself: defaults, default factories and
-    ``__post_init__`` behave the same.
-
-    Compiled by mypyc (setup.py), the class's fields are getset descriptors and the same applies:
-    its ``__init__`` is still the one dataclasses generates, interpreted, and a builder took
-    ~420 ns for a Condition where it took ~750. The instance comes from the class's own
-    ``__new__``, which a native class needs (for a slots class it is ``object.__new__``).
-
-    A class that writes out its own ``__init__`` (model.py's hottest types) is returned as it is:
-    compiled, that ``__init__`` is compiled too (~90 ns a Condition), and only it knows what it
-    sets beyond the fields.
-    """
-    if not _generated_init(cls):
-        return cls
-    namespace: dict[str, Any] = {"__b_new": cls.__new__, "__b_cls": cls, "__b_FACTORY": _MISSING}
-    # Names of the generated code start with __b_: a field of any other name cannot shadow them.
-    params: list[str] = []
-    keyword_only: list[str] = []
-    body = ["    __b_self = __b_new(__b_cls)"]
-    for index, f in enumerate(dataclass_fields(cls)):  # type: ignore[arg-type]
-        namespace[f"__b_set{index}"] = getattr(cls, f.name).__set__
-        if f.default is not MISSING:
-            namespace[f"__b_default{index}"] = f.default
-        elif f.default_factory is not MISSING:
-            namespace[f"__b_factory{index}"] = f.default_factory
-        if not f.init:
-            if f.default is not MISSING:
-                body.append(f"    __b_set{index}(__b_self, __b_default{index})")
-            elif f.default_factory is not MISSING:
-                body.append(f"    __b_set{index}(__b_self, __b_factory{index}())")
-            continue
-        into = keyword_only if f.kw_only else params
-        if f.default is not MISSING:
-            into.append(f"{f.name}=__b_default{index}")
-        elif f.default_factory is not MISSING:
-            into.append(f"{f.name}=__b_FACTORY")
-            body.append(f"    if {f.name} is __b_FACTORY:\n        {f.name} = __b_factory{index}()")
-        else:
-            into.append(f.name)
-        body.append(f"    __b_set{index}(__b_self, {f.name})")
-    if hasattr(cls, "__post_init__"):
-        body.append("    __b_self.__post_init__()")
-    if keyword_only:
-        params += ["*", *keyword_only]
-    source = f"def build({', '.join(params)}):\n" + "\n".join(body) + "\n    return __b_self\n"
-    exec(source, namespace)
-    build: Callable[..., _T] = namespace["build"]
-    build.__qualname__ = build.__name__ = f"new_{getattr(cls, '__name__', 'object')}"
-    return build
-
-
-def _generated_init(cls: type) -> bool:
-    # dataclasses compiles the __init__ it generates from source text ("<string>"); a written-out
-    # one is either a function of its module or, compiled, a slot wrapper with no code at all.
-    code = getattr(vars(cls).get("__init__"), "__code__", None)
-    return code is not None and code.co_filename == "<string>"
-
-
-_new_condition = frozen_builder(Condition)
-_new_ref = frozen_builder(Ref)
 
 # Not sys.intern: interned strings are immortal on some CPython versions (3.12), and names,
 # uids and messages come and go with the fleet: a ``OneCopy`` keeps the repeats alive only while
@@ -395,7 +321,7 @@ class Fields:
                     observed = generation  # see _condition
                 else:
                     self._generation = generation = observed
-                result.append(_new_condition(
+                result.append(Condition(
                     words.get(type_) or word(type_), status,
                     reason and (words.get(reason) or word(reason)),
                     message and (words.get(message) or word(message)),
@@ -488,7 +414,7 @@ class Fields:
         # Refs usually name an object after their owner (a Machine's KubeadmConfig and DockerMachine).
         if name == self.name:
             name = self.name
-        return _new_ref(kind=word(kind), name=name, api_group=word(group),
+        return Ref(kind=word(kind), name=name, api_group=word(group),
                         namespace=word(namespace) if namespace else "")
 
 

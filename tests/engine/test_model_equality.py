@@ -1,5 +1,5 @@
-"""The ``__init__``, ``__eq__`` and ``__hash__`` written out on the hot value types mean what
-dataclasses' would.
+"""The ``__init__``, ``__eq__`` and ``__hash__`` written out on the hot value types (the model's,
+``Computed`` and ``Participant``) mean what dataclasses' would.
 
 ``model.py`` writes them by hand (compiled, they are compiled too), so a field added to one of
 these classes and left out of its ``__eq__`` would make two different objects equal: the store
@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from exporter.engine.conditions import Participant
+from exporter.engine.evaluate_types import Computed
 from exporter.engine.model import (
     Condition,
     ConditionShape,
@@ -84,6 +86,14 @@ PAIRS: dict[type, tuple[Any, Any]] = {
                 True, "kcp", "md2", "ms2", "mp", "v1.31.0", "docker:///b", "fd2", 5,
                 (Gate("Custom"),), Ref("KubeadmConfig", "b"), None, False, None, "node-b",
                 MappingProxyType({}), (), "Provisioning", None, 2.0, "Failed", "boom", True),
+    ),
+    Computed: (
+        Computed(_conditions("A"), MappingProxyType({"replicas": 1}), "Running", ()),
+        Computed(_conditions("B"), MappingProxyType({"replicas": 2}), None, ()),
+    ),
+    Participant: (
+        Participant("Machine", "m1", Condition("Ready", Status.TRUE, "A"), False),
+        Participant("MachineSet", "ms1", None, True),
     ),
     Result: (
         Result(("Machine", "ns", "a"), "cluster.x-k8s.io/v1beta2", "u1", "c1", _conditions("A"),

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import inspect
 import json
-from dataclasses import MISSING, FrozenInstanceError, fields, is_dataclass
+from dataclasses import FrozenInstanceError, fields
 from typing import Any
 
 import pytest
 
-from exporter.engine import model, parse_fields
-from exporter.engine.model import EMPTY_MAP, Condition, Counters, Machine, Meta, Ref, Result, Status
+from exporter.engine import parse_fields
+from exporter.engine.model import Condition, Machine, Meta, Ref, Status
 from exporter.engine.parse import project
-from exporter.engine.parse_fields import Fields, frozen_builder, parse_time
+from exporter.engine.parse_fields import Fields, parse_time
 from tests.engine.test_parse_sharing import machine_raw
 
 T0 = "2024-05-01T10:00:00Z"
@@ -21,7 +20,7 @@ T0 = "2024-05-01T10:00:00Z"
 def test_condition_constructor_sets_every_field() -> None:
     values: dict[str, Any] = {"type": "Ready", "status": Status.FALSE, "reason": "R", "message": "m",
                               "last_transition_time": 1.5, "observed_generation": 3, "severity": "Warning"}
-    built = parse_fields._new_condition(*values.values())
+    built = Condition(*values.values())
     assert {name: getattr(built, name) for name in values} == values
     assert built == Condition(**values)
     assert hash(built) == hash(Condition(**values))
@@ -35,48 +34,7 @@ def _every_field(obj: Any) -> dict[str, Any]:
     return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
-MODEL_CLASSES = [c for c in vars(model).values()
-                 if isinstance(c, type) and is_dataclass(c) and c.__module__ == model.__name__]
-
-
-@pytest.mark.pure_python
-@pytest.mark.parametrize("cls", MODEL_CLASSES)
-def test_builder_makes_what_the_class_makes(cls: type) -> None:
-    build = frozen_builder(cls)
-    assert inspect.signature(build).parameters.keys() == inspect.signature(cls).parameters.keys()
-    required = {name: f"v-{name}" for name, p in inspect.signature(cls).parameters.items()
-                if p.default is inspect.Parameter.empty}
-    by_class, built = cls(**required), build(**required)
-    assert type(built) is cls
-    assert _every_field(built) == _every_field(by_class)
-    # Defaults are the very objects __init__ uses: shared instances (Counters(), ...) stay shared.
-    assert all(getattr(built, f.name) is getattr(by_class, f.name)
-               for f in fields(cls) if f.default is not MISSING)
-
-
-def test_the_builder_is_used_for_compiled_classes_too() -> None:
-    # Compiled, a class's generated __init__ is still interpreted: the builder is the cheaper one.
-    assert frozen_builder(Counters) is not Counters
-    built = frozen_builder(Counters)(3, ready=2)
-    assert built == Counters(3, ready=2)
-    assert type(built) is Counters
-
-
-@pytest.mark.parametrize("cls", [Condition, Ref, Meta, Result])
-def test_a_class_with_its_own_init_is_its_own_builder(cls: type) -> None:
-    # Its __init__ is compiled with it, and may set more than the fields (Meta.key).
-    assert frozen_builder(cls) is cls
-
-
-def test_builder_runs_post_init_and_takes_positional_arguments() -> None:
-    new_meta = frozen_builder(Meta)
-    meta = new_meta("Machine", "cluster.x-k8s.io/v1beta2", "ns", "m", generation=2)
-    assert meta == Meta("Machine", "cluster.x-k8s.io/v1beta2", "ns", "m", generation=2)
-    assert meta.key == ("Machine", "ns", "m")
-    assert meta.labels is EMPTY_MAP
-
-
-def test_projections_are_built_by_the_builders_as_by_the_classes() -> None:
+def test_projections_are_what_their_fields_make() -> None:
     machine = project(machine_raw("m-1"))
     assert isinstance(machine, Machine)
     meta = machine.meta
