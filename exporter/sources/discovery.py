@@ -201,6 +201,12 @@ def _in_group(group: str, provider_group: str) -> bool:
     return group == provider_group or group.endswith(f".{provider_group}")
 
 
+def _is_map(value: object) -> bool:
+    # dict first: decoded JSON is plain dicts, and the ABC check alone is most of this function's
+    # time on every watch event of a Machine.
+    return isinstance(value, (dict, Mapping))
+
+
 def provider_refs(kind: str, raw: Mapping[str, Any]) -> tuple[list[tuple[str, ResourceSpec]], list[str]]:
     """The provider kinds a raw Cluster, Machine or MachinePool references, with their roles, and
     what is wrong with the references that cannot be followed (no kind, no group).
@@ -215,11 +221,11 @@ def provider_refs(kind: str, raw: Mapping[str, Any]) -> tuple[list[tuple[str, Re
     for role, path in _REFERENCES.get(kind, ()):
         ref: Any = raw
         for key in path:
-            ref = ref.get(key) if isinstance(ref, Mapping) else None
+            ref = ref.get(key) if _is_map(ref) else None
         if ref is None:
             continue
         where = ".".join(path)
-        if not isinstance(ref, Mapping):
+        if not _is_map(ref):
             bad.append(f"{where} is not an object")
             continue
         ref_kind = ref.get("kind")
