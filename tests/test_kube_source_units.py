@@ -101,6 +101,15 @@ def test_provider_refs_read_both_reference_styles() -> None:
     assert refs("MachineSet", machine) == []
 
 
+def test_provider_refs_name_a_kind_with_one_spec_each_time() -> None:
+    machine = {"spec": {"infrastructureRef": {"apiGroup": INFRA_GROUP, "kind": "DockerMachine", "name": "a"}}}
+    other = {"spec": {"infrastructureRef": {"apiGroup": INFRA_GROUP, "kind": "DockerMachine", "name": "b"}}}
+    (_, first), = provider_refs("Machine", machine)[0]
+    (_, again), = provider_refs("Machine", other)[0]
+    assert again is first  # the source's dict of kinds then finds it without comparing fields
+    assert first == ResourceSpec(INFRA_GROUP, "DockerMachine")
+
+
 def test_provider_refs_without_kind_or_group_are_reported() -> None:
     machine = {"spec": {
         "infrastructureRef": {"name": "m", "kind": "DockerMachine"},

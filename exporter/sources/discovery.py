@@ -238,5 +238,20 @@ def provider_refs(kind: str, raw: Mapping[str, Any]) -> tuple[list[tuple[str, Re
             continue
         provider_group = BOOTSTRAP_GROUP if role == BOOTSTRAP_CONFIG else INFRA_GROUP
         if _in_group(group, provider_group):
-            found.append((role, ResourceSpec(group, ref_kind)))
+            found.append((role, _spec(group, ref_kind)))
     return found, bad
+
+
+# One ResourceSpec per referenced kind: every Machine event names the same two, and the caller
+# looks them up in a dict, which then finds the very object rather than comparing fields.
+_SPECS: dict[tuple[str, str], ResourceSpec] = {}
+_MAX_SPECS: Final = 1024  # kinds referenced; a table past it starts over
+
+
+def _spec(group: str, kind: str) -> ResourceSpec:
+    spec = _SPECS.get((group, kind))
+    if spec is None:
+        if len(_SPECS) >= _MAX_SPECS:
+            _SPECS.clear()
+        spec = _SPECS[(group, kind)] = ResourceSpec(group, kind)
+    return spec
