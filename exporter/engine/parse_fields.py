@@ -32,7 +32,6 @@ _PERCENT = re.compile(r"^[0-9]{1,9}%$")
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
-_MISSING: Final = object()
 _STATUSES: Final = {"True": Status.TRUE, "False": Status.FALSE, "Unknown": Status.UNKNOWN}
 
 _T = TypeVar("_T")
