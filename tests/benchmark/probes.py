@@ -180,7 +180,7 @@ def reference_cpu_seconds(repeat: int = 3, workload: Callable[[], object] = refe
 
     Figures of CPU per event only compare between runs on machines of the same speed. A virtual
     machine of the same type is not always one: its cores may share a physical core or a cache
-    with other guests, which no counter of the guest reports (the CPU stolen stays at zero), and
+    with other guests, which no counter of the guest reports (the CPU stolen stays near zero), and
     the same code then reads slower in everything. The least of a few runs is the speed with the
     least interference.
     """
