@@ -10,9 +10,12 @@ caller passes a ``GetJson`` function) and no list/watch logic (``kube.py``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+from exporter.engine.parse_fields import is_map
 
 CAPI_GROUP: Final = "cluster.x-k8s.io"
 CONTROLPLANE_GROUP: Final = "controlplane.cluster.x-k8s.io"
@@ -201,12 +204,6 @@ def _in_group(group: str, provider_group: str) -> bool:
     return group == provider_group or group.endswith(f".{provider_group}")
 
 
-def _is_map(value: object) -> bool:
-    # dict first: decoded JSON is plain dicts, and the ABC check goes through an interpreted
-    # __instancecheck__ (~1 us of this function's ~4 per watch event of a Machine).
-    return isinstance(value, (dict, Mapping))
-
-
 def provider_refs(kind: str, raw: Mapping[str, Any]) -> tuple[list[tuple[str, ResourceSpec]], list[str]]:
     """The provider kinds a raw Cluster, Machine or MachinePool references, with their roles, and
     what is wrong with the references that cannot be followed (no kind, no group).
@@ -221,11 +218,11 @@ def provider_refs(kind: str, raw: Mapping[str, Any]) -> tuple[list[tuple[str, Re
     for role, path in _REFERENCES.get(kind, ()):
         ref: Any = raw
         for key in path:
-            ref = ref.get(key) if _is_map(ref) else None
+            ref = ref.get(key) if is_map(ref) else None
         if ref is None:
             continue
         where = ".".join(path)
-        if not _is_map(ref):
+        if not is_map(ref):
             bad.append(f"{where} is not an object")
             continue
         ref_kind = ref.get("kind")
@@ -244,14 +241,6 @@ def provider_refs(kind: str, raw: Mapping[str, Any]) -> tuple[list[tuple[str, Re
 
 # One ResourceSpec per referenced kind: every Machine event names the same two, and the caller
 # looks them up in a dict, which then finds the very object rather than comparing fields.
-_SPECS: dict[tuple[str, str], ResourceSpec] = {}
-_MAX_SPECS: Final = 1024  # kinds referenced; a table past it starts over
-
-
+@functools.lru_cache(maxsize=1024)
 def _spec(group: str, kind: str) -> ResourceSpec:
-    spec = _SPECS.get((group, kind))
-    if spec is None:
-        if len(_SPECS) >= _MAX_SPECS:
-            _SPECS.clear()
-        spec = _SPECS[(group, kind)] = ResourceSpec(group, kind)
-    return spec
+    return ResourceSpec(group, kind)
