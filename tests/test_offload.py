@@ -196,6 +196,88 @@ async def test_a_round_installs_each_batch_as_it_comes_back_and_a_failure_gives_
     assert body_of(await p.publish()) == expected
 
 
+def two_family_renderer() -> Renderer:
+    """A renderer whose machines' info lines all changed (50 buckets) and one phase line (1)."""
+    renderer = Renderer(bucket_bytes=2048)
+    objs = fleet(renderer, 300)
+    gzip_body(renderer)
+    renderer.update_group(GROUP, [
+        (replace(m, version="v1.31.0"), result(m, phase="Failed" if i == 0 else "Running"))
+        for i, m in enumerate(objs)
+    ])
+    return renderer
+
+
+def gated(p: Publisher, monkeypatch: pytest.MonkeyPatch, family: str) -> tuple[asyncio.Event, asyncio.Event]:
+    """Hold ``p``'s batches holding buckets of ``family`` until the first event is set; the second
+    is set once one is held."""
+    monkeypatch.setattr(publisher, "BATCH_BYTES", 1)  # one batch per bucket
+    gate, reached = asyncio.Event(), asyncio.Event()
+    index = [f.name for f in p.renderer.families].index(family)
+    build = p._build_batch
+
+    async def held(batch):
+        if any(r.bucket.family == index for r in batch):
+            reached.set()
+            await gate.wait()
+        await build(batch)
+
+    monkeypatch.setattr(p, "_build_batch", held)
+    return gate, reached
+
+
+async def test_a_scrape_of_one_family_is_served_while_a_full_round_still_builds_others(
+        pub, monkeypatch: pytest.MonkeyPatch) -> None:
+    renderer, twin = two_family_renderer(), two_family_renderer()
+    phase = ["capi_machine_status_phase"]
+    p = pub(renderer, process=False)
+    gate, reached = gated(p, monkeypatch, "capi_machine_info")
+    full = asyncio.ensure_future(p.publish())
+    await asyncio.wait_for(reached.wait(), 5)
+    # The full round rebuilt the phase family (the smaller) first and let it go.
+    named = await asyncio.wait_for(p.publish(phase), 5)
+    assert not full.done()
+    assert body_of(named) == b"".join(twin.publish_here(phase).texts())
+    assert b'phase="Failed"' in body_of(named)
+    gate.set()
+    assert body_of(await asyncio.wait_for(full, 5)) == twin.render_body()
+
+
+async def test_a_round_waits_for_the_round_holding_its_family_and_serves_what_that_one_built(
+        pub, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two rounds building one bucket from its base would each lose the other's lines.
+    renderer, twin = two_family_renderer(), two_family_renderer()
+    p = pub(renderer, process=False)
+    gate, reached = gated(p, monkeypatch, "capi_machine_info")
+    first = asyncio.ensure_future(p.publish(["capi_machine_info"]))
+    await asyncio.wait_for(reached.wait(), 5)
+    objs = fleet(twin, 300)
+    for r in (renderer, twin):  # a change after the first round took its buckets
+        r.update_group(GROUP, [(replace(m, version="v1.32.0"), result(m, phase="Running")) for m in objs])
+    second = asyncio.ensure_future(p.publish())
+    await asyncio.sleep(0.05)
+    assert not second.done(), "the second round waits for the first to install the info family"
+    gate.set()
+    await asyncio.wait_for(first, 5)
+    assert body_of(await asyncio.wait_for(second, 5)) == twin.render_body()
+    assert b'version="v1.32.0"' in twin.render_body() and renderer.pending_bytes == 0
+
+
+async def test_a_failed_round_lets_go_of_its_families(pub, monkeypatch: pytest.MonkeyPatch) -> None:
+    renderer, twin = two_family_renderer(), two_family_renderer()
+    p = pub(renderer, process=False)
+    run = p.worker.run
+
+    async def failing(make, take):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(p.worker, "run", failing)
+    with pytest.raises(RuntimeError):
+        await p.publish()
+    monkeypatch.setattr(p.worker, "run", run)
+    assert body_of(await asyncio.wait_for(p.publish(), 5)) == twin.render_body()
+
+
 def test_the_worker_loop_answers_a_bad_batch_with_its_error_and_goes_on() -> None:
     # ids 1 and 2 with 3 bytes of lines each; id 3 joins between them, id 1 leaves
     good = [(members.gzip_member(b"abcdef"), array("Q", [1, 2]), array("I", [3, 3]), {3: b"XYZ", 1: None})]

@@ -1,4 +1,4 @@
-"""Rounds of bucket rebuilds, one at a time, built off the loop by a worker process.
+"""Rounds of bucket rebuilds, one per family at a time, built off the loop by a worker process.
 
 Owns ``Publisher``, the only caller of the renderer's rounds (``take_round``/``take_heaviest``,
 ``finish_round``): ``publish`` runs a round over a scrape's families and returns what it serves;
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
-from collections.abc import Collection, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Sequence
 
 from exporter.metrics import members
 from exporter.metrics.members import Built, Job
-from exporter.metrics.renderer import Published, Rebuild, Renderer
+from exporter.metrics.renderer import Part, Published, Rebuild, Renderer
 from exporter.offload import Worker
 
 log = logging.getLogger("exporter.publisher")
@@ -47,13 +47,21 @@ IN_FLIGHT = 4
 
 
 class Publisher:
-    """Runs the renderer's rounds, one at a time, their rebuilds in a worker process."""
+    """Runs the renderer's rounds, their rebuilds in a worker process, one round per family at a time.
+
+    A round holds the families it serves or may rebuild, each until its last rebuild is installed:
+    a round's buckets are built from their bases, so two rounds over one family would each miss
+    the other's lines. Families are rebuilt smallest first, so a scrape of a few families (a
+    ``name[]`` scrape) waits for a full scrape's round only until that round is done with them,
+    not for its end; a full scrape waits for every round ahead of it.
+    """
 
     def __init__(self, renderer: Renderer, *, process: bool = True) -> None:
         self.renderer = renderer
         self.worker: Worker[list[Job], list[Built]] = Worker(
             WORKER_MODULE, members.rebuild_all, name="compression worker", process=process)
-        self._lock = asyncio.Lock()
+        # The families a round holds, each with the future its release sets.
+        self._held: dict[int, asyncio.Future[None]] = {}
         self._relief: asyncio.Future[None] | None = None
         self._relief_failing = False
 
@@ -64,10 +72,21 @@ class Publisher:
         await self.worker.stop()
 
     async def publish(self, names: Collection[str] | None = None) -> Published:
-        """What a scrape of ``names`` (None: every family) serves: every change made before now."""
-        async with self._lock:
-            await self._round(self.renderer.take_round(names))
-            return self.renderer.published(names)
+        """What a scrape of ``names`` (None: every family) serves: every change made before now.
+
+        Each family is served as its bases stand once this round is done with it (later changes a
+        round of another scrape installed since may show too).
+        """
+        renderer = self.renderer
+        families = renderer.family_indexes(names)
+        await self._hold(families)
+        parts: dict[int, Part | None] = {}
+
+        def served(i: int) -> None:
+            parts[i] = renderer.part(i)
+
+        await self._round(families, renderer.take_round(names), served)
+        return Published.of([parts[i] for i in families])
 
     async def relieve(self) -> None:
         """Compress the heaviest pending lines once past the limit (down to ``RELIEF_DOWN_TO`` of it);
@@ -83,13 +102,12 @@ class Publisher:
 
     async def _relieve(self) -> None:
         try:
-            async with self._lock:
-                renderer = self.renderer
-                down_to, of = RELIEF_DOWN_TO
-                free = renderer.pending_bytes - renderer.pending_limit() * down_to // of
-                if free <= 0:
-                    return
-                await self._round(renderer.take_heaviest(free))
+            renderer = self.renderer
+            families = renderer.family_indexes()  # the heaviest buckets may be anywhere
+            await self._hold(families)
+            down_to, of = RELIEF_DOWN_TO
+            free = renderer.pending_bytes - renderer.pending_limit() * down_to // of
+            await self._round(families, renderer.take_heaviest(free) if free > 0 else [])
             self._relief_failing = False
         except Exception:
             # Its buckets keep their pending lines; the next scrape's round or relief takes them.
@@ -97,21 +115,43 @@ class Publisher:
                 log.exception("compressing pending lines failed; the next round tries again")
             self._relief_failing = True
 
-    async def _round(self, rebuilds: Sequence[Rebuild]) -> None:
-        """Build and install a round, batch by batch (a batch's jobs are frozen: safe off the loop).
+    async def _hold(self, families: Sequence[int]) -> None:
+        """Wait until no round holds any of ``families``, then hold them all (in one step)."""
+        while busy := {f for i in families if (f := self._held.get(i)) is not None}:
+            await asyncio.wait(busy)
+        loop = asyncio.get_running_loop()
+        for i in families:
+            self._held[i] = loop.create_future()
 
-        Each batch is installed as it comes back, so the members it replaces can go then rather
-        than every old member of the round living beside every new one until its end; nothing
-        lists the bases before the round ends (``publish`` lists them in the same step as the
-        last install). The next batch is started while one is exchanged, so the worker goes on to
-        it at once; a round that fails or is cancelled gives the pending lines of the batches not
-        installed back (one built ahead is not installed).
+    async def _round(self, families: Sequence[int], rebuilds: Sequence[Rebuild],
+                     served: Callable[[int], None] | None = None) -> None:
+        """Build and install a round, batch by batch (a batch's jobs are frozen: safe off the loop),
+        releasing each of the ``families`` it holds once its rebuilds are installed.
+
+        ``served`` is called for each family just before its release. Each batch is installed as
+        it comes back, so the members it replaces can go then rather than every old member of the
+        round living beside every new one until its end. The next batch is started while one is
+        exchanged, so the worker goes on to it at once; a round that fails or is cancelled gives
+        the pending lines of the batches not installed back (one built ahead is not installed).
         """
+        rebuilds = _smallest_family_first(rebuilds)
+        left = Counter(r.bucket.family for r in rebuilds)
+        held = set(families)
+
+        def release(i: int) -> None:
+            if served is not None:
+                served(i)
+            held.discard(i)
+            self._held.pop(i).set_result(None)
+
         installed = 0
         batches = self._batches(rebuilds)
         in_flight: deque[asyncio.Future[None]] = deque()
         started = 0
         try:
+            for i in families:
+                if not left[i]:
+                    release(i)
             for batch in batches:
                 # The batches after this one wait at the worker's pipe while it is exchanged: the
                 # worker goes on to them at once, not after a trip through the loop, which takes a
@@ -122,12 +162,20 @@ class Publisher:
                 await in_flight.popleft()
                 self.renderer.finish_round(batch)
                 installed += len(batch)
+                for r in batch:
+                    i = r.bucket.family
+                    left[i] -= 1
+                    if not left[i]:
+                        release(i)
         except BaseException:
             for ahead in in_flight:
                 ahead.cancel()  # its thread finishes the exchange; what it built is not installed
                 ahead.add_done_callback(_retrieved)
             self.renderer.abandon_round(rebuilds[installed:])
             raise
+        finally:
+            for i in held:  # a failed round's: the next round over them starts from their bases
+                self._held.pop(i).set_result(None)
 
     @staticmethod
     def _batches(rebuilds: Sequence[Rebuild]) -> list[list[Rebuild]]:
@@ -148,6 +196,15 @@ class Publisher:
                 r.done(b)
 
         await self.worker.run(lambda: [r.job() for r in batch], take)
+
+
+def _smallest_family_first(rebuilds: Sequence[Rebuild]) -> list[Rebuild]:
+    """The rebuilds grouped by family, the families with the least text to make first."""
+    by_family: dict[int, list[Rebuild]] = {}
+    for r in rebuilds:
+        by_family.setdefault(r.bucket.family, []).append(r)
+    groups = sorted(by_family.values(), key=lambda group: sum(r.size for r in group))
+    return [r for group in groups for r in group]
 
 
 def _retrieved(future: asyncio.Future[None]) -> None:

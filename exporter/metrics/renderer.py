@@ -233,12 +233,23 @@ class Rebuild:
 _RELEASED: members.Job = (b"", array("Q"), array("I"), {})
 
 
+Part = tuple[bytes, bytes, tuple[bytes, ...], int]
+"""A family's share of a scrape: its header, the header as a gzip member, its bases' members, and
+the bytes of its raw text (header included)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Published:
     """What one scrape serves: per non-empty family, its header and its bases' members."""
 
     families: tuple[tuple[bytes, bytes, tuple[bytes, ...]], ...]  # (header, its gzip member, members)
     size: int  # bytes of the raw body
+
+    @staticmethod
+    def of(parts: Iterable[Part | None]) -> Published:
+        """The scrape of these families' parts, in order (None: a family without lines)."""
+        kept = [p for p in parts if p is not None]
+        return Published(tuple(p[:3] for p in kept), sum(p[3] for p in kept))
 
     def gzip_parts(self) -> Iterator[bytes]:
         """The body as gzip members, which concatenated are one gzip stream."""
@@ -401,18 +412,22 @@ class Renderer:
             b.pending_bytes = size
             self._dirty[b] = None
 
+    def family_indexes(self, names: Collection[str] | None = None) -> list[int]:
+        """The indexes of the families named (None: every family), in exposition order."""
+        if names is None:
+            return list(range(len(self.families)))
+        return [i for i, f in enumerate(self.families) if f.name in names]
+
+    def part(self, i: int) -> Part | None:
+        """Family ``i``'s share of a scrape, as its bases stand now (None: it has no lines)."""
+        gz, text = self._families[i].listing()
+        if not gz:
+            return None
+        return self._headers[i], self._gz_headers[i], gz, len(self._headers[i]) + text
+
     def published(self, names: Collection[str] | None = None) -> Published:
         """The bases of every non-empty family (of those named): right after a round over them."""
-        out: list[tuple[bytes, bytes, tuple[bytes, ...]]] = []
-        size = 0
-        for i, fam in enumerate(self._families):
-            if names is not None and self.families[i].name not in names:
-                continue
-            gz, text = fam.listing()
-            if gz:
-                out.append((self._headers[i], self._gz_headers[i], gz))
-                size += len(self._headers[i]) + text
-        return Published(tuple(out), size)
+        return Published.of([self.part(i) for i in self.family_indexes(names)])
 
     def publish_here(self, names: Collection[str] | None = None) -> Published:
         """A round built in this thread, and what it publishes (tests and the one-shot paths)."""
