@@ -3,7 +3,8 @@
 Running kube-state-metrics needs ``make ksm-tool``, which CI does not build; what it reads from the
 fake API server is checked against the real server in tests/test_realcluster_watch.py. Here: a
 process is really stopped while the other one is measured, and the table and the budget verdicts
-say what the streams measured; the machine reference every run takes counts CPU, not waiting.
+say what the streams measured; the machine reference every run takes counts CPU, not waiting;
+the marker polls' own time shows beside event-to-scrape.
 """
 
 from __future__ import annotations
@@ -65,6 +66,14 @@ def test_the_table_shows_the_machine_reference_before_and_after_the_run() -> Non
     report.derive(results)
     row = next(line for line in report.table(results).splitlines() if line.startswith("machine reference"))
     assert "0.201 s / 0.312 s" in row
+
+
+def test_the_table_shows_how_long_the_marker_polls_waited_for_their_headers() -> None:
+    results = [{"scale": 100, "mode": "quick",
+                "churn": {"family_poll_headers_p50_s": 0.0412, "family_poll_headers_p99_s": 0.9876}}]
+    report.derive(results)
+    row = next(line for line in report.table(results).splitlines() if "time to its headers" in line)
+    assert "0.041 s / 0.988 s" in row
 
 
 def ksm_record(exporter: list[float], ksm: list[float]) -> dict[str, object]:

@@ -414,16 +414,17 @@ class Run:
         return time.monotonic(), last_cpu
 
     async def _poll_marker_family(self, session: aiohttp.ClientSession,
-                                  tracker: probes.Visibility) -> list[float]:
+                                  tracker: probes.Visibility) -> list[tuple[float, float]]:
         """Scrape only the marker family (``name[]``) every FAMILY_POLL_SECONDS until cancelled.
 
-        Returns the start times of the polls (a list the caller gets back on cancellation).
+        Returns each poll's start time and seconds to its headers (a list the caller gets back on
+        cancellation).
         """
-        starts: list[float] = []
+        starts: list[tuple[float, float]] = []
         try:
             while True:
                 s = await probes.scrape(session, self.marker_url, False)
-                starts.append(s.start)
+                starts.append((s.start, s.headers - s.start))
                 batch = await self.control_get(session, f"/changes?since={tracker.next}")
                 tracker.add(batch["changes"], batch["next"])
                 tracker.observe(s, probes.markers(s.text()))
@@ -462,7 +463,8 @@ class Run:
                 await asyncio.sleep(max(min(s.start + self.o.slow_interval, end) - time.monotonic(), 0))
         sampler.cancel()
         watcher.cancel()
-        family_polls: list[float] = await watcher  # it returns its poll times when cancelled
+        polls: list[tuple[float, float]] = await watcher  # it returns its polls when cancelled
+        family_polls = [start for start, _ in polls]
         stopped = await self.control_post(session, "/churn/stop", {})
         ticks1 = probes.machine_ticks()
         records = probe.stop()
@@ -486,6 +488,10 @@ class Run:
             "event_to_scrape_lower_p99_s": percentile(family.lower_bounds, 99),
             "family_poll_interval_p50_s": percentile(
                 [b - a for a, b in itertools.pairwise(family_polls)], 50),
+            # How long a poll waits for its snapshot: the part of event-to-scrape the exporter's
+            # answer takes, rather than the change's way to it.
+            "family_poll_headers_p50_s": percentile([h for _, h in polls], 50),
+            "family_poll_headers_p99_s": percentile([h for _, h in polls], 99),
             "never_seen": family.older_than(family_polls[-1] - 2.0) if family_polls else made,
             "poll_interval_p50_s": percentile([b - a for a, b in itertools.pairwise(starts)], 50),
             "stall_during_scrape_s": probes.worst_during(records, windows),

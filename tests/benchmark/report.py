@@ -158,6 +158,8 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("event-to-scrape p50", lambda r: r.get("churn", {}).get("event_to_scrape_p50_s"), "{:.3f} s"),
     ("event-to-scrape p99", lambda r: r.get("event_to_scrape_p99_s"), "{:.3f} s"),
     ("  (poll interval p50)", lambda r: r.get("churn", {}).get("family_poll_interval_p50_s"), "{:.3f} s"),
+    ("  (a poll's time to its headers p50 / p99)", lambda r: _pair(
+        r.get("churn", {}), "family_poll_headers_p50_s", "family_poll_headers_p99_s"), "{}"),
     ("  (lower bound p50 / p99)", lambda r: _pair(r.get("churn", {}), "event_to_scrape_lower_p50_s",
                                                   "event_to_scrape_lower_p99_s"), "{}"),
     ("  (changes never seen)", lambda r: r.get("churn", {}).get("never_seen"), "{:,}"),
