@@ -4,7 +4,7 @@ Running kube-state-metrics needs ``make ksm-tool``, which CI does not build; wha
 fake API server is checked against the real server in tests/test_realcluster_watch.py. Here: a
 process is really stopped while the other one is measured, and the table and the budget verdicts
 say what the streams measured; the machine reference every run takes counts CPU, not waiting;
-the marker polls' own time shows beside event-to-scrape.
+the marker polls' own time and spacing show beside event-to-scrape.
 """
 
 from __future__ import annotations
@@ -68,12 +68,14 @@ def test_the_table_shows_the_machine_reference_before_and_after_the_run() -> Non
     assert "0.201 s / 0.312 s" in row
 
 
-def test_the_table_shows_how_long_the_marker_polls_waited_for_their_headers() -> None:
+def test_the_table_shows_how_long_the_marker_polls_waited_for_their_headers_and_each_other() -> None:
     results = [{"scale": 100, "mode": "quick",
-                "churn": {"family_poll_headers_p50_s": 0.0412, "family_poll_headers_p99_s": 0.9876}}]
+                "churn": {"family_poll_headers_p50_s": 0.0412, "family_poll_headers_p99_s": 0.9876,
+                          "family_poll_interval_p50_s": 0.2504, "family_poll_interval_p99_s": 1.4321}}]
     report.derive(results)
-    row = next(line for line in report.table(results).splitlines() if "time to its headers" in line)
-    assert "0.041 s / 0.988 s" in row
+    lines = report.table(results).splitlines()
+    assert "0.041 s / 0.988 s" in next(line for line in lines if "time to its headers" in line)
+    assert "0.250 s / 1.432 s" in next(line for line in lines if "poll interval" in line)
 
 
 def ksm_record(exporter: list[float], ksm: list[float]) -> dict[str, object]:

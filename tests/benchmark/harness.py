@@ -417,20 +417,35 @@ class Run:
                                   tracker: probes.Visibility) -> list[tuple[float, float]]:
         """Scrape only the marker family (``name[]``) every FAMILY_POLL_SECONDS until cancelled.
 
-        Returns each poll's start time and seconds to its headers (a list the caller gets back on
-        cancellation).
+        Each poll's markers go to a task that matches them with the changes made, so that asking
+        the API server for those (busy making the churn) never delays the next poll. Returns each
+        poll's start time and seconds to its headers (a list the caller gets back on cancellation,
+        once every poll is matched).
         """
         starts: list[tuple[float, float]] = []
+        polls: asyncio.Queue[tuple[probes.Scrape, dict[tuple[str, str], int]]] = asyncio.Queue()
+        matcher = asyncio.create_task(self._match_markers(session, tracker, polls))
         try:
             while True:
                 s = await probes.scrape(session, self.marker_url, False)
                 starts.append((s.start, s.headers - s.start))
-                batch = await self.control_get(session, f"/changes?since={tracker.next}")
-                tracker.add(batch["changes"], batch["next"])
-                tracker.observe(s, probes.markers(s.text()))
+                polls.put_nowait((s, probes.markers(s.text())))
+                s.body = b""
                 await asyncio.sleep(max(s.start + FAMILY_POLL_SECONDS - time.monotonic(), 0))
         except asyncio.CancelledError:
+            await polls.join()
+            matcher.cancel()
             return starts
+
+    async def _match_markers(self, session: aiohttp.ClientSession, tracker: probes.Visibility,
+                             polls: asyncio.Queue[tuple[probes.Scrape, dict[tuple[str, str], int]]]) -> None:
+        """Match each poll, in order, with the changes made by the time it is matched."""
+        while True:
+            s, seen = await polls.get()
+            batch = await self.control_get(session, f"/changes?since={tracker.next}")
+            tracker.add(batch["changes"], batch["next"])
+            tracker.observe(s, seen)
+            polls.task_done()
 
     async def churn(self, session: aiohttp.ClientSession) -> None:
         assert self.exporter is not None
@@ -453,12 +468,12 @@ class Run:
         use_gzip = False
         while time.monotonic() < end:
             in_window = time.monotonic() - t0 < self.o.window
-            s = await probes.scrape(session, self.metrics_url, use_gzip)
+            # Only the timings are kept: a 100 % body is ~490 MB raw, and keeping or parsing each
+            # one here would take the measuring client seconds of the CPU the exporter shares with
+            # it, and delay the marker polls beside them.
+            s = await probes.scrape(session, self.metrics_url, use_gzip, keep=False)
             (gz if use_gzip else raw).append(s)
             use_gzip = not use_gzip
-            # Only the timings are kept: a 100 % body is ~365 MB, and parsing each one here would
-            # take the measuring client seconds of the CPU the exporter shares with it.
-            s.body = b""
             if not in_window:
                 await asyncio.sleep(max(min(s.start + self.o.slow_interval, end) - time.monotonic(), 0))
         sampler.cancel()
@@ -488,6 +503,8 @@ class Run:
             "event_to_scrape_lower_p99_s": percentile(family.lower_bounds, 99),
             "family_poll_interval_p50_s": percentile(
                 [b - a for a, b in itertools.pairwise(family_polls)], 50),
+            "family_poll_interval_p99_s": percentile(
+                [b - a for a, b in itertools.pairwise(family_polls)], 99),
             # How long a poll waits for its snapshot: the part of event-to-scrape the exporter's
             # answer takes, rather than the change's way to it.
             "family_poll_headers_p50_s": percentile([h for _, h in polls], 50),

@@ -213,7 +213,9 @@ class Scrape:
         return raw.decode()
 
 
-async def scrape(session: aiohttp.ClientSession, url: str, use_gzip: bool) -> Scrape:
+async def scrape(session: aiohttp.ClientSession, url: str, use_gzip: bool, *, keep: bool = True) -> Scrape:
+    """One scrape, timed; ``keep=False`` counts the body's bytes and drops them as they arrive
+    (joining a 100 % raw body, ~490 MB, holds the measuring loop for a copy of it)."""
     headers = {
         "Accept-Encoding": "gzip" if use_gzip else "identity",
         "Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1",
@@ -222,10 +224,16 @@ async def scrape(session: aiohttp.ClientSession, url: str, use_gzip: bool) -> Sc
     async with session.get(url, headers=headers) as resp:
         got_headers = time.monotonic()
         resp.raise_for_status()
-        body = await resp.read()
+        if keep:
+            body = await resp.read()
+            size = len(body)
+        else:
+            body, size = b"", 0
+            async for chunk in resp.content.iter_any():
+                size += len(chunk)
         end = time.monotonic()
         compressed = resp.headers.get("Content-Encoding", "") == "gzip"
-    return Scrape(start, got_headers, end, compressed, len(body), body)
+    return Scrape(start, got_headers, end, compressed, size, body)
 
 
 def client_session() -> aiohttp.ClientSession:

@@ -157,7 +157,8 @@ ROWS: list[tuple[str, Callable[[Result], Any], str]] = [
     ("churn rate achieved", lambda r: r.get("churn", {}).get("achieved_rate"), "{:.0f} ev/s"),
     ("event-to-scrape p50", lambda r: r.get("churn", {}).get("event_to_scrape_p50_s"), "{:.3f} s"),
     ("event-to-scrape p99", lambda r: r.get("event_to_scrape_p99_s"), "{:.3f} s"),
-    ("  (poll interval p50)", lambda r: r.get("churn", {}).get("family_poll_interval_p50_s"), "{:.3f} s"),
+    ("  (poll interval p50 / p99)", lambda r: _pair(
+        r.get("churn", {}), "family_poll_interval_p50_s", "family_poll_interval_p99_s"), "{}"),
     ("  (a poll's time to its headers p50 / p99)", lambda r: _pair(
         r.get("churn", {}), "family_poll_headers_p50_s", "family_poll_headers_p99_s"), "{}"),
     ("  (lower bound p50 / p99)", lambda r: _pair(r.get("churn", {}), "event_to_scrape_lower_p50_s",
