@@ -50,8 +50,8 @@ class Publisher:
     """Runs the renderer's rounds, their rebuilds in a worker process, one round per family at a time.
 
     A round holds the families it serves or may rebuild, each until its last rebuild is installed:
-    a round's buckets are built from their bases, so two rounds over one family would each miss
-    the other's lines. Families are rebuilt smallest first, so a scrape of a few families (a
+    a round's buckets are built from their bases, so of two rounds over one family the one
+    installed last would drop the other's lines. Families are rebuilt smallest first, so a scrape of a few families (a
     ``name[]`` scrape) waits for a full scrape's round only until that round is done with them,
     not for its end; a full scrape waits for every round ahead of it.
     """
@@ -134,8 +134,6 @@ class Publisher:
         exchanged, so the worker goes on to it at once; a round that fails or is cancelled gives
         the pending lines of the batches not installed back (one built ahead is not installed).
         """
-        rebuilds = _smallest_family_first(rebuilds)
-        left = Counter(r.bucket.family for r in rebuilds)
         held = set(families)
 
         def release(i: int) -> None:
@@ -145,10 +143,12 @@ class Publisher:
             self._held.pop(i).set_result(None)
 
         installed = 0
-        batches = self._batches(rebuilds)
         in_flight: deque[asyncio.Future[None]] = deque()
         started = 0
         try:
+            rebuilds = _smallest_family_first(rebuilds)
+            left = Counter(r.bucket.family for r in rebuilds)
+            batches = self._batches(rebuilds)
             for i in families:
                 if not left[i]:
                     release(i)
