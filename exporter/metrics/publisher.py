@@ -51,9 +51,9 @@ class Publisher:
 
     A round holds the families it serves or may rebuild, each until its last rebuild is installed:
     a round's buckets are built from their bases, so of two rounds over one family the one
-    installed last would drop the other's lines. Families are rebuilt smallest first, so a scrape of a few families (a
-    ``name[]`` scrape) waits for a full scrape's round only until that round is done with them,
-    not for its end; a full scrape waits for every round ahead of it.
+    installed last would drop the other's lines. Families are rebuilt smallest first, so a scrape
+    of a few families (a ``name[]`` scrape) waits for a full scrape's round only until that round
+    is done with them, not for its end; a full scrape waits for every round ahead of it.
     """
 
     def __init__(self, renderer: Renderer, *, process: bool = True) -> None:
@@ -74,8 +74,8 @@ class Publisher:
     async def publish(self, names: Collection[str] | None = None) -> Published:
         """What a scrape of ``names`` (None: every family) serves: every change made before now.
 
-        Each family is served as its bases stand once this round is done with it (later changes a
-        round of another scrape installed since may show too).
+        Each family is listed as this round leaves it, before another round may take it, so every
+        family is served as of one moment: when this round took its pending lines.
         """
         renderer = self.renderer
         families = renderer.family_indexes(names)

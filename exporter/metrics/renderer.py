@@ -14,14 +14,15 @@ bucket bases, and a change re-compresses only the buckets it touched, at the nex
 
 Consistency: the event loop thread is the only writer. ``update_group`` and ``update_objects``
 never await, so one object's lines in every family change together. A base changes only in a
-round, and rounds run one at a time (``exporter.metrics.publisher``): ``take_round`` (on the loop)
-takes the pending dicts of the buckets it rebuilds, leaving them empty ones, the rebuilds
-(``members.rebuild``) run anywhere, and ``finish_round`` (on the loop, in one step) installs the
-new bases of some of them (the publisher installs a round batch by batch). A scrape runs a round
-over every bucket with pending lines in its families and lists the bases in the same step as the
-round's last install (``published``): they hold every change made before the round began and
-none made after it, and bytes are never mutated, so the scrape serves that
-one moment however long its client takes to read it.
+round, and a family is in one round at a time (``exporter.metrics.publisher``): ``take_round``
+(on the loop) takes the pending dicts of the buckets it rebuilds, leaving them empty ones, the
+rebuilds (``members.rebuild``) run anywhere, and ``finish_round`` (on the loop, in one step)
+installs the new bases of some of them (the publisher installs a round batch by batch). A scrape
+runs a round over every bucket with pending lines in its families and lists each family's bases
+(``part``) in the same step as the round's last install in that family, before any other round
+may take it: they hold every change made before the round began and none made after it, and
+bytes are never mutated, so the scrape serves that one moment however long its client takes to
+read it.
 
 Containment: an object whose rendering raises (a lone surrogate in its name cannot be encoded,
 a bug in an extractor) is left out, its earlier lines removed; it is counted in ``failures``
