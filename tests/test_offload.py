@@ -24,7 +24,7 @@ import pytest
 from exporter.metrics import members, publisher
 from exporter.metrics.publisher import Publisher
 from exporter.metrics.renderer import Renderer
-from tests.test_renderer import GROUP, fleet, gzip_body, result
+from tests.test_renderer import GROUP, fleet, gzip_body, machine, result
 
 
 def changed_renderer(n: int = 300, every: int = 7) -> Renderer:
@@ -238,7 +238,7 @@ async def test_a_scrape_of_one_family_is_served_while_a_full_round_still_builds_
     named = await asyncio.wait_for(p.publish(phase), 5)
     assert not full.done()
     assert body_of(named) == b"".join(twin.publish_here(phase).texts())
-    assert b'phase="Failed"' in body_of(named)
+    assert b'name="m0",namespace="ns",uid="uid-m0",cluster_name="c1",phase="Failed"} 1' in body_of(named)
     gate.set()
     assert body_of(await asyncio.wait_for(full, 5)) == twin.render_body()
 
@@ -261,6 +261,24 @@ async def test_a_round_waits_for_the_round_holding_its_family_and_serves_what_th
     await asyncio.wait_for(first, 5)
     assert body_of(await asyncio.wait_for(second, 5)) == twin.render_body()
     assert b'version="v1.32.0"' in twin.render_body() and renderer.pending_bytes == 0
+
+
+async def test_a_scrape_serves_one_moment_though_a_later_round_changes_a_family_it_let_go(
+        pub, monkeypatch: pytest.MonkeyPatch) -> None:
+    renderer, twin = two_family_renderer(), two_family_renderer()
+    failed = b'name="m0",namespace="ns",uid="uid-m0",cluster_name="c1",phase="Failed"} 1'
+    phase = ["capi_machine_status_phase"]
+    p = pub(renderer, process=False)
+    gate, reached = gated(p, monkeypatch, "capi_machine_info")
+    full = asyncio.ensure_future(p.publish())
+    await asyncio.wait_for(reached.wait(), 5)
+    # After the full round took its lines: m0 runs again, and a scrape of its phase shows that.
+    objs = [replace(machine(f"m{i}"), version="v1.31.0") for i in range(300)]
+    renderer.update_group(GROUP, [(m, result(m, phase="Running")) for m in objs])
+    assert failed not in body_of(await asyncio.wait_for(p.publish(phase), 5))
+    gate.set()
+    body = body_of(await asyncio.wait_for(full, 5))
+    assert body == twin.render_body() and failed in body  # as of when the full round began
 
 
 async def test_a_failed_round_lets_go_of_its_families(pub, monkeypatch: pytest.MonkeyPatch) -> None:
