@@ -245,13 +245,14 @@ async def test_a_scrape_of_one_family_is_served_while_a_full_round_still_builds_
 
 async def test_a_round_waits_for_the_round_holding_its_family_and_serves_what_that_one_built(
         pub, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Two rounds building one bucket from its base would each lose the other's lines.
+    # Of two rounds building one bucket from its base, the one installed last would drop the
+    # other's lines.
     renderer, twin = two_family_renderer(), two_family_renderer()
     p = pub(renderer, process=False)
     gate, reached = gated(p, monkeypatch, "capi_machine_info")
     first = asyncio.ensure_future(p.publish(["capi_machine_info"]))
     await asyncio.wait_for(reached.wait(), 5)
-    objs = fleet(twin, 300)
+    objs = [machine(f"m{i}") for i in range(300)]
     for r in (renderer, twin):  # a change after the first round took its buckets
         r.update_group(GROUP, [(replace(m, version="v1.32.0"), result(m, phase="Running")) for m in objs])
     second = asyncio.ensure_future(p.publish())

@@ -433,7 +433,12 @@ class Run:
                 s.body = b""
                 await asyncio.sleep(max(s.start + FAMILY_POLL_SECONDS - time.monotonic(), 0))
         except asyncio.CancelledError:
-            await polls.join()
+            # Every poll matched, or the matcher's error (it ends by no other way).
+            joined = asyncio.ensure_future(polls.join())
+            await asyncio.wait([joined, matcher], return_when=asyncio.FIRST_COMPLETED)
+            joined.cancel()
+            if matcher.done():
+                matcher.result()
             matcher.cancel()
             return starts
 
