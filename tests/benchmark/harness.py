@@ -485,6 +485,8 @@ class Run:
         watcher.cancel()
         polls: list[tuple[float, float]] = await watcher  # it returns its polls when cancelled
         family_polls = [start for start, _ in polls]
+        intervals = [b - a for a, b in itertools.pairwise(family_polls)]
+        answers = [h for _, h in polls]
         stopped = await self.control_post(session, "/churn/stop", {})
         ticks1 = probes.machine_ticks()
         records = probe.stop()
@@ -506,14 +508,12 @@ class Run:
             "event_to_scrape_samples": len(family.latencies),
             "event_to_scrape_lower_p50_s": percentile(family.lower_bounds, 50),
             "event_to_scrape_lower_p99_s": percentile(family.lower_bounds, 99),
-            "family_poll_interval_p50_s": percentile(
-                [b - a for a, b in itertools.pairwise(family_polls)], 50),
-            "family_poll_interval_p99_s": percentile(
-                [b - a for a, b in itertools.pairwise(family_polls)], 99),
+            "family_poll_interval_p50_s": percentile(intervals, 50),
+            "family_poll_interval_p99_s": percentile(intervals, 99),
             # How long a poll waits for its snapshot: the part of event-to-scrape the exporter's
             # answer takes, rather than the change's way to it.
-            "family_poll_headers_p50_s": percentile([h for _, h in polls], 50),
-            "family_poll_headers_p99_s": percentile([h for _, h in polls], 99),
+            "family_poll_headers_p50_s": percentile(answers, 50),
+            "family_poll_headers_p99_s": percentile(answers, 99),
             "never_seen": family.older_than(family_polls[-1] - 2.0) if family_polls else made,
             "poll_interval_p50_s": percentile([b - a for a, b in itertools.pairwise(starts)], 50),
             "stall_during_scrape_s": probes.worst_during(records, windows),
