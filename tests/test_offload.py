@@ -376,3 +376,25 @@ async def test_a_failing_relief_is_logged_once_gives_its_lines_back_and_is_tried
     await p.relieve()
     assert renderer.pending_bytes <= renderer.pending_floor * 3 // 4
     assert renderer.render_body() == expected
+
+
+async def test_stopping_during_a_relief_round_ends_it_quietly_and_loses_no_change(
+        pub, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # At shutdown the publisher stops last: a relief round still running then found the worker
+    # gone and logged "compressing pending lines failed" with its traceback.
+    renderer, expected = changed_renderer(), changed_renderer().render_body()
+    renderer.pending_share = 0
+    renderer.pending_floor = renderer.pending_bytes - 1  # just past the limit: relief in the background
+    p = pub(renderer)
+    gate, reached = gated(p, monkeypatch, "capi_machine_info")
+    await p.relieve()
+    relief = p._relief
+    assert relief is not None
+    await asyncio.wait_for(reached.wait(), 5)
+    with caplog.at_level(logging.WARNING, logger="exporter"):
+        await asyncio.wait_for(p.stop(), 10)
+        gate.set()
+        await asyncio.wait({relief}, timeout=5)
+    assert relief.done()
+    assert _logged(caplog, "", logging.WARNING) == 0
+    assert renderer.render_body() == expected, "the round's lines are pending again"

@@ -69,6 +69,12 @@ class Publisher:
         await self.worker.start()
 
     async def stop(self) -> None:
+        # A relief round still running would find the worker gone and log that as its failure:
+        # it ends first (a cancelled round gives its lines back).
+        relief, self._relief = self._relief, None
+        if relief is not None and not relief.done():
+            relief.cancel()
+            await asyncio.wait({relief})
         await self.worker.stop()
 
     async def publish(self, names: Collection[str] | None = None) -> Published:
