@@ -38,6 +38,7 @@ needing them import. Owns no knowledge of what the work or the objects are.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import importlib
@@ -46,7 +47,7 @@ import importlib.util
 import platform
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 # ---- 1. glibc malloc
@@ -148,9 +149,7 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
     finally:
         if was_enabled:
             gc.enable()
-    young, middle, oldest = gc.get_threshold()
-    gc.set_threshold(young, NEVER, NEVER)
-    try:
+    with young_only():
         while True:
             await asyncio.sleep(refreeze)
             started = time.monotonic()
@@ -163,6 +162,16 @@ async def manage_gc(ready: Callable[[], bool], interval: float = DURING_SYNC_SEC
             gc.freeze()
             log.debug("garbage collector: refrozen", extra={
                 "collected": collected, "seconds": round(time.monotonic() - started, 4)})
+
+
+@contextlib.contextmanager
+def young_only() -> Iterator[None]:
+    """Within it the collector collects the young generation by itself and never the older ones
+    (``manage_gc`` collects and freezes them); the thresholds are as before on leaving."""
+    young, middle, oldest = gc.get_threshold()
+    gc.set_threshold(young, NEVER, NEVER)
+    try:
+        yield
     finally:
         gc.set_threshold(young, middle, oldest)
 
