@@ -543,6 +543,33 @@ def test_a_change_of_one_field_renders_only_the_families_that_read_it(monkeypatc
     assert {"capi_machine_info", "capi_machine_created", "capi_machine_addresses"} <= set(extracted)
 
 
+@pytest.mark.pure_python
+def test_a_family_reading_both_sides_is_rendered_again_only_when_its_fields_or_the_result_change(
+        monkeypatch):
+    # The phase family reads the Result's phase, else the object's: a change of another field with
+    # the same Result (a marker-only update, whose evaluation is reused) keeps its lines.
+    m = machine()
+    r = result(m, phase="Running")
+    renderer = Renderer()
+    renderer.update_group(GROUP, [(m, r)])
+    extracted = spy_on_extraction(monkeypatch)
+    phase = "capi_machine_status_phase"
+    other = replace(m, certificates_expiry=2_000_000_000.0)
+    steps = [
+        (other, r, False),  # another field, the same Result
+        (replace(other, phase="Deleting"), r, True),  # its field
+        (replace(other, phase="Deleting"), result(m, phase="Failed"), True),  # a new Result
+    ]
+    for obj, res, rendered in steps:
+        extracted.clear()
+        renderer.update_group(GROUP, [(obj, res)])
+        assert (phase in extracted) is rendered, (obj.phase, res.phase)
+        fresh = Renderer()
+        fresh.update_group(GROUP, [(obj, res)])
+        assert renderer.render_body() == fresh.render_body()
+    assert value(renderer.render_body(), phase, phase="Failed") == 1
+
+
 def test_a_group_of_its_own_object_is_known_from_its_entry_with_nothing_of_its_own():
     # Provider objects and ClusterClasses are groups of their own (group key = object key): most
     # groups at scale. Their membership is known from the entry (or the failed rendering), with

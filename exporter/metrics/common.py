@@ -273,9 +273,13 @@ def annotations_family(name: str, kind: str, resource: str) -> FamilySpec:
     )
 
 
-def phase_family(name: str, kind: str, phases: Sequence[str], *, compat: bool = True) -> FamilySpec:
+def phase_family(name: str, kind: str, phases: Sequence[str], *, compat: bool = True,
+                 computed_only: bool = False) -> FamilySpec:
+    """``computed_only``: the kind's objects report no phase of their own (the engine's is the only one)."""
     def extract(s: Subject[Any]) -> Iterable[Sample]:
-        phase = s.result.phase if s.result.phase is not None else getattr(s.obj, "phase", "")
+        phase = s.result.phase
+        if phase is None and not computed_only:
+            phase = s.obj.phase
         if not phase:
             return []
         return [((p,), 1.0 if p == phase else 0.0) for p in phases]
@@ -284,6 +288,7 @@ def phase_family(name: str, kind: str, phases: Sequence[str], *, compat: bool = 
         name,
         f"The phase of a {kind}, one series per known phase ({', '.join(phases)}).",
         "stateset", ("phase",), "status.phase", extract, compat=compat,
+        reads="result" if computed_only else "both", fields=() if computed_only else ("phase",),
     )
 
 
@@ -409,6 +414,7 @@ def findings_family(name: str, domain: str, with_cluster: bool) -> FamilySpec:
         f"Problems the exporter found with a {domain} object that its own status does not say "
         "(contract violations, malformed fields, misconfigurations): the number of findings per code.",
         "gauge", labels, "engine findings", extract, identity=False,
+        fields=("meta.kind", "meta.namespace", "meta.name", *(("cluster_name",) if with_cluster else ())),
     )
 
 

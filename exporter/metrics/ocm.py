@@ -153,6 +153,7 @@ MWRS = KindSpec("ManifestWorkReplicaSet", "ocm_manifestworkreplicaset", IDENTITY
     ),
     phase_family(
         lean("ocm_manifestworkreplicaset_status_phase"), "ManifestWorkReplicaSet", MWRS_PHASES, compat=False,
+        computed_only=True,
     ),
     *(_summary_family(*f) for f in _SUMMARY_FAMILIES),
     counter_family(
@@ -273,7 +274,7 @@ def _resource_family(name: str, which: str) -> FamilySpec:
 MANAGEDCLUSTER = KindSpec("ManagedCluster", "ocm_managedcluster", CLUSTER_IDENTITY, (
     phase_family(
         lean("ocm_managedcluster_status_phase"), "ManagedCluster (from ManagedClusterConditionAvailable)",
-        MANAGEDCLUSTER_PHASES, compat=False,
+        MANAGEDCLUSTER_PHASES, compat=False, computed_only=True,
     ),
     info_family(
         lean("ocm_managedcluster_info"),

@@ -297,7 +297,7 @@ class Renderer:
         self._failing: set[ObjectKey] = set()  # objects left out since their rendering raised
         self._failed: list[tuple[ObjectKey, str]] = []  # newly failing, until ``take_failed``
         # Per kind, the families that declare the fields they read, with a getter of those fields.
-        self._field_getters: dict[str, list[tuple[int, attrgetter[Any]]]] = {}
+        self._field_getters: dict[str, list[tuple[int, attrgetter[Any], bool]]] = {}
         self._by_reads: dict[str, dict[Reads, list[int]]] = {}  # per kind: family indices by ``reads``
 
     def __len__(self) -> int:
@@ -497,7 +497,7 @@ class Renderer:
             elif identity_values(spec, entry.obj) == identity_values(spec, obj):
                 kept = self._kept(spec, ("result", "conditions") if same_result else ())
                 # Most updates change a field or two: families reading only others keep their lines.
-                kept.update(self._same_fields(spec, entry.obj, obj))
+                kept.update(self._same_fields(spec, entry.obj, obj, same_result))
         fragments = render_object(spec, self._index, obj, result, kept)
         self.renders += 1
         old: dict[int, tuple[int, int, int]] = {}
@@ -540,15 +540,16 @@ class Renderer:
                     by_reads.setdefault(f.reads, []).append(self._index[f.name])
         return {i for reads in unchanged for i in by_reads.get(reads, ())}
 
-    def _same_fields(self, spec: KindSpec, old: Base, new: Base) -> list[int]:
-        """Indices of the families of ``spec`` whose ``fields`` are equal in ``old`` and ``new``."""
+    def _same_fields(self, spec: KindSpec, old: Base, new: Base, same_result: bool) -> list[int]:
+        """Indices of the families of ``spec`` whose ``fields`` are equal in ``old`` and ``new``:
+        those reading the object alone, and with ``same_result`` those reading both."""
         getters = self._field_getters.get(spec.kind)
         if getters is None:
             getters = self._field_getters[spec.kind] = [
-                (self._index[f.name], attrgetter(*f.fields)) for f in spec.families
-                if f.reads == "object" and f.fields and f.name in self._index
+                (self._index[f.name], attrgetter(*f.fields), f.reads == "object") for f in spec.families
+                if f.reads in ("object", "both") and f.fields and f.name in self._index
             ]
-        return [i for i, get in getters if get(old) == get(new)]
+        return [i for i, get, alone in getters if (alone or same_result) and get(old) == get(new)]
 
     def _drop(self, key: ObjectKey) -> None:
         if self._failing:

@@ -88,10 +88,10 @@ class FamilySpec:
     compat: bool = False  # same name and labels as the kube-state-metrics config Cluster API ships
     identity: bool = True
     reads: Reads = "both"
-    # For a family that reads only the object: the projection's attributes its extractor reads
+    # For a family that reads the object: the projection's attributes its extractor reads
     # ("meta.creation_timestamp" for one of the metadata). While they and the identity labels are
-    # unchanged its lines are too, and the renderer skips it; empty: rendered whenever the object
-    # changed.
+    # unchanged (and, for one that reads both, the Result is the same) its lines are too, and the
+    # renderer skips it; empty: rendered whenever the object changed.
     fields: tuple[str, ...] = ()
     # Non-empty ("label", "annotation"): besides ``labels``, each object brings label names of its
     # own, prefixed so (``label_env``); a sample's values alternate those names and their values.
