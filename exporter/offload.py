@@ -131,7 +131,10 @@ class Worker(Generic[In, Out]):
             body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
             deadline = time.monotonic() + self.reply_seconds
             try:
-                _send(proc.stdin.fileno(), len(body).to_bytes(8, "little") + body, deadline)
+                # Its length first, then the body as it is: joined, every batch would be copied
+                # once more, holding the GIL the loop waits for.
+                _send(proc.stdin.fileno(), len(body).to_bytes(8, "little"), deadline)
+                _send(proc.stdin.fileno(), body, deadline)
                 head = _receive(proc.stdout.fileno(), 8, deadline)
                 size = int.from_bytes(head, "little")
                 ok, reply = pickle.loads(_receive(proc.stdout.fileno(), size, deadline))
