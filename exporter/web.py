@@ -288,13 +288,19 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None,
         # A client that reads as fast as we write never makes write() wait, and making raw
         # parts takes CPU: without the slice a raw scrape would hold the loop for its whole body.
         time_slice = TimeSlice(YIELD_AFTER_SECONDS)
-        for chunk in _chunks(parts):
-            # write() waits for the transport to drain past its limit, so the body is sent
-            # piece by piece, never copied into one bytes object (raw parts are even made
-            # only here, one bucket at a time).
-            await _write(request, response, chunk, write_timeout)
-            await time_slice.pause()
-        await response.write_eof()
+        try:
+            for chunk in _chunks(parts):
+                # write() waits for the transport to drain past its limit, so the body is sent
+                # piece by piece, never copied into one bytes object (raw parts are even made
+                # only here, one bucket at a time).
+                await _write(request, response, chunk, write_timeout)
+                await time_slice.pause()
+            await response.write_eof()
+        except ConnectionError as exc:
+            # The client went away (Prometheus does past its scrape timeout, and reports that
+            # itself): nothing is wrong here, and there is no one left to answer.
+            log.debug("a client closed the connection before the end of a response",
+                      extra={"peer": request.remote, "error": str(exc)})
         return response
 
     healthz, readyz = _probe_handlers(exposition)

@@ -216,6 +216,41 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout(mo
 
 
 @pytest.mark.pure_python
+async def test_a_client_that_goes_away_mid_response_is_let_go_without_an_error(monkeypatch, caplog):
+    # Prometheus closes the connection of a scrape past its timeout: that logged "Error handling
+    # request" with a traceback, as if the exporter had failed.
+    import exporter.web as web_module
+
+    async def huge(*_args: object, **_kw: object) -> tuple[list[bytes], int, int]:
+        parts = [bytes(1 << 20)] * 64
+        return parts, 64 << 20, 64 << 20
+
+    monkeypatch.setattr(web_module, "_body", huge)
+    runner, site, port = await _site(web_module.make_app(exposition([True])))
+    try:
+        with caplog.at_level(logging.DEBUG):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert (await asyncio.wait_for(reader.readexactly(1 << 16), 5)).startswith(b"HTTP/1.1 200")
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            writer.close()  # reset, the rest unread
+            deadline = time.monotonic() + 10
+            while site.connections.open and time.monotonic() < deadline:  # type: ignore[attr-defined]
+                await asyncio.sleep(0.05)
+            assert not site.connections.open  # type: ignore[attr-defined]
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert (await asyncio.wait_for(reader.readuntil(b"ok\n"), 5)).startswith(b"HTTP/1.1 200")
+            writer.close()
+        assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert any("closed the connection" in r.getMessage() for r in caplog.records
+                   if r.name == "exporter.web" and r.levelno == logging.DEBUG)
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.pure_python
 async def test_a_stopped_compression_worker_is_not_waited_for(monkeypatch, caplog):
     from exporter import offload
 
