@@ -7,9 +7,9 @@ line, then decoded, projected, stored, evaluated and rendered as the kube source
 do, a pass every ``--per-pass`` events. It starts from the state ``serve`` is in once ready and
 scraped (every bucket compressed, no line pending, the loaded fleet frozen for the garbage
 collector), and its passes hand pending lines past the limit to the publisher's compression worker
-as ``serve``'s do. It prints the CPU time per event
-of this process for each kind of change (the worker's own is not in it) and how it splits over
-the stages, which is what a profile of one stage cannot tell. Owns no exporter logic: it calls
+as ``serve``'s do. It prints the CPU time per event of this process for each kind of change (the
+worker's own is not in it) and how it splits over the stages, which is what a profile of one
+stage cannot tell. Owns no exporter logic: it calls
 the same functions ``serve`` calls.
 """
 
