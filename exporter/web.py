@@ -176,6 +176,10 @@ def _chunks(parts: Iterable[bytes], size: int = WRITE_CHUNK) -> Iterator[bytes]:
         yield b"".join(pending)
 
 
+class _Stalled(ConnectionResetError):
+    """The connection ``_write`` aborted: the client stopped reading (logged there)."""
+
+
 async def _write(request: web.Request, response: web.StreamResponse, chunk: bytes, timeout: float) -> None:
     """``response.write``, aborting the connection when the client has read nothing for ``timeout``.
 
@@ -201,7 +205,7 @@ async def _write(request: web.Request, response: web.StreamResponse, chunk: byte
     if stalled:
         log.warning("a client stopped reading a response; connection closed",
                     extra={"peer": request.remote, "timeout_seconds": timeout})
-        raise ConnectionResetError("write timeout")
+        raise _Stalled("write timeout")
 
 
 PROBES = frozenset({"/healthz", "/readyz"})
@@ -296,6 +300,8 @@ def make_app(exposition: Exposition, web_config: WebConfig | None = None,
                 await _write(request, response, chunk, write_timeout)
                 await time_slice.pause()
             await response.write_eof()
+        except _Stalled:
+            pass  # the exporter closed it, and said so
         except ConnectionError as exc:
             # The client went away (Prometheus does past its scrape timeout, and reports that
             # itself): nothing is wrong here, and there is no one left to answer.

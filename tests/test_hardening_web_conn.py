@@ -191,7 +191,7 @@ def make_app_() -> web.Application:
 
 
 @pytest.mark.pure_python
-async def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout(monkeypatch):
+async def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout(monkeypatch, caplog):
     import exporter.web as web_module
     from exporter.web import ServerLimits
 
@@ -203,14 +203,22 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout(mo
     app = web_module.make_app(exposition([True]), limits=ServerLimits(write_timeout=0.5))
     runner, site, port = await _site(app, write_timeout=0.5)
     try:
-        sock = socket.create_connection(("127.0.0.1", port))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        deadline = time.monotonic() + 10
-        while site.connections.open and time.monotonic() < deadline:  # type: ignore[attr-defined]
-            await asyncio.sleep(0.1)
-        assert not site.connections.open  # type: ignore[attr-defined]
-        sock.close()
+        with caplog.at_level(logging.DEBUG, logger="exporter.web"):
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            # The server accepts the connection once the loop runs: until then none is open.
+            deadline = time.monotonic() + 10
+            while not site.connections.open and time.monotonic() < deadline:  # type: ignore[attr-defined]
+                await asyncio.sleep(0.01)
+            assert site.connections.open  # type: ignore[attr-defined]
+            while site.connections.open and time.monotonic() < deadline:  # type: ignore[attr-defined]
+                await asyncio.sleep(0.1)
+            assert not site.connections.open  # type: ignore[attr-defined]
+            sock.close()
+        # One line, the exporter's: it closed the connection, the client did not.
+        said = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "exporter.web"]
+        assert said == [(logging.WARNING, "a client stopped reading a response; connection closed")]
     finally:
         await runner.cleanup()
 
