@@ -151,6 +151,23 @@ async def _site(app: web.Application, **limits: float) -> tuple[web.AppRunner, o
     return runner, site, port
 
 
+def _serve_zeros(monkeypatch: pytest.MonkeyPatch, mib: int) -> None:
+    """Make /metrics answer ``mib`` MiB of zeros, whatever the exposition holds."""
+    import exporter.web as web_module
+
+    async def huge(*_args: object, **_kw: object) -> tuple[list[bytes], int, int]:
+        return [bytes(1 << 20)] * mib, mib << 20, mib << 20
+
+    monkeypatch.setattr(web_module, "_body", huge)
+
+
+async def _until_connections(site: object, open_: bool, seconds: float = 10.0) -> None:
+    """Wait until the site has (``open_``) or has no open connection, for at most ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while bool(site.connections.open) != open_ and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        await asyncio.sleep(0.01)
+
+
 async def test_a_connection_that_sends_no_headers_is_closed_after_the_header_timeout():
     runner, _, port = await _site(make_app_(), header_timeout=0.5, idle_timeout=60.0)
     try:
@@ -195,11 +212,7 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout(mo
     import exporter.web as web_module
     from exporter.web import ServerLimits
 
-    async def huge(*_args: object, **_kw: object) -> tuple[list[bytes], int, int]:
-        parts = [bytes(1 << 20)] * 256  # 256 MiB that the client never reads
-        return parts, 256 << 20, 256 << 20
-
-    monkeypatch.setattr(web_module, "_body", huge)
+    _serve_zeros(monkeypatch, 256)  # that the client never reads
     app = web_module.make_app(exposition([True]), limits=ServerLimits(write_timeout=0.5))
     runner, site, port = await _site(app, write_timeout=0.5)
     try:
@@ -208,12 +221,9 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout(mo
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
             # The server accepts the connection once the loop runs: until then none is open.
-            deadline = time.monotonic() + 10
-            while not site.connections.open and time.monotonic() < deadline:  # type: ignore[attr-defined]
-                await asyncio.sleep(0.01)
+            await _until_connections(site, True)
             assert site.connections.open  # type: ignore[attr-defined]
-            while site.connections.open and time.monotonic() < deadline:  # type: ignore[attr-defined]
-                await asyncio.sleep(0.1)
+            await _until_connections(site, False)
             assert not site.connections.open  # type: ignore[attr-defined]
             sock.close()
         # One line, the exporter's: it closed the connection, the client did not.
@@ -229,11 +239,7 @@ async def test_a_client_that_goes_away_mid_response_is_let_go_without_an_error(m
     # request" with a traceback, as if the exporter had failed.
     import exporter.web as web_module
 
-    async def huge(*_args: object, **_kw: object) -> tuple[list[bytes], int, int]:
-        parts = [bytes(1 << 20)] * 64
-        return parts, 64 << 20, 64 << 20
-
-    monkeypatch.setattr(web_module, "_body", huge)
+    _serve_zeros(monkeypatch, 64)
     runner, site, port = await _site(web_module.make_app(exposition([True])))
     try:
         with caplog.at_level(logging.DEBUG):
@@ -243,9 +249,7 @@ async def test_a_client_that_goes_away_mid_response_is_let_go_without_an_error(m
             sock = writer.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
             writer.close()  # reset, the rest unread
-            deadline = time.monotonic() + 10
-            while site.connections.open and time.monotonic() < deadline:  # type: ignore[attr-defined]
-                await asyncio.sleep(0.05)
+            await _until_connections(site, False)
             assert not site.connections.open  # type: ignore[attr-defined]
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
