@@ -10,7 +10,9 @@ stops and says how to rebuild.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("pure_python") is not None:
             item.add_marker(skip)
 
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_restored() -> Iterator[None]:
+    """Put back the root logger a test's ``serve`` or ``evaluate`` configured (``logging_setup.setup``).
+
+    Left in place, its handler writes to the test's captured stderr, closed once the test ends:
+    every later record then prints "--- Logging error ---" in the middle of the run's output.
+    """
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging.captureWarnings(False)
