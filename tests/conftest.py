@@ -89,7 +89,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-
 @pytest.fixture(autouse=True)
 def _root_logger_restored() -> Iterator[None]:
     """Put back the root logger a test's ``serve`` or ``evaluate`` configured (``logging_setup.setup``).
