@@ -16,13 +16,13 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
 from exporter.metrics.publisher import Publisher
+from tests.kubeapi.fixtures import eventually
 from tests.test_web import exposition
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,16 +162,10 @@ def _serve_zeros(monkeypatch: pytest.MonkeyPatch, mib: int) -> None:
     monkeypatch.setattr(web_module, "_body", huge)
 
 
-async def _until(holds: Callable[[], bool], seconds: float = 10.0) -> None:
-    """Wait until ``holds()``, for at most ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not holds() and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-
-
 async def _until_connections(site: object, open_: bool) -> None:
     """Wait until the site has (``open_``) or has no open connection."""
-    await _until(lambda: bool(site.connections.open) == open_)  # type: ignore[attr-defined]
+    await eventually(lambda: bool(site.connections.open) == open_,  # type: ignore[attr-defined]
+                     10.0, "an open connection" if open_ else "no open connection")
 
 
 async def test_a_connection_that_sends_no_headers_is_closed_after_the_header_timeout():
@@ -237,7 +231,7 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout(mo
 
             # The connection is forgotten as soon as it is aborted; the handler, waiting on its
             # write, logs a loop step or more later (and anything else in that same step).
-            await _until(lambda: bool(said()))
+            await eventually(said, 10.0, "the exporter's log line")
             sock.close()
         # One line, the exporter's: it closed the connection, the client did not.
         assert said() == [(logging.WARNING, "a client stopped reading a response; connection closed")]

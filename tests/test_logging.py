@@ -133,30 +133,23 @@ def test_python_levels_read_as_go_kit_levels(levelno, name):
 
 
 def test_setup_filters_by_the_canonical_level(capsys):
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level
-    try:
-        logging_setup.setup("warn", "logfmt")
-        log = logging.getLogger("tests.setup")
-        log.info("hidden")
-        log.warning("shown", extra={"n": 1})
-        (line,) = capsys.readouterr().err.splitlines()
-        assert read_logfmt(line)["msg"] == "shown"
+    logging_setup.setup("warn", "logfmt")
+    log = logging.getLogger("tests.setup")
+    log.info("hidden")
+    log.warning("shown", extra={"n": 1})
+    (line,) = capsys.readouterr().err.splitlines()
+    assert read_logfmt(line)["msg"] == "shown"
+    logging_setup.setup("debug", "json")
+    log.debug("debugging")
+    assert json.loads(capsys.readouterr().err)["level"] == "debug"
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # whatever filters earlier tests left
+        logging.captureWarnings(False)  # the setups above captured them already
         logging_setup.setup("debug", "json")
-        log.debug("debugging")
-        assert json.loads(capsys.readouterr().err)["level"] == "debug"
-        with warnings.catch_warnings():
-            warnings.simplefilter("always")  # whatever filters earlier tests left
-            logging.captureWarnings(False)  # an earlier test's setup may have captured them already
-            logging_setup.setup("debug", "json")
-            warnings.warn("old API", DeprecationWarning, stacklevel=1)
-        (line,) = capsys.readouterr().err.splitlines()
-        record = json.loads(line)
-        assert record["level"] == "warn" and "DeprecationWarning: old API" in record["msg"]
-    finally:
-        logging.captureWarnings(False)
-        root.handlers[:], level = saved
-        root.setLevel(level)
+        warnings.warn("old API", DeprecationWarning, stacklevel=1)
+    (line,) = capsys.readouterr().err.splitlines()
+    record = json.loads(line)
+    assert record["level"] == "warn" and "DeprecationWarning: old API" in record["msg"]
 
 
 def test_keys_are_made_logfmt_safe():
